@@ -1,0 +1,166 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fakeNode is an in-memory stand-in for one Redis node, for the pure logic
+// of quorum counting, timing and fence planning. It runs the four scripts'
+// semantics in Go; the scripts themselves are tested on real Redis.
+type fakeNode struct {
+	mu      sync.Mutex // protects the fields below
+	kv      map[string]string
+	expiry  map[string]time.Time
+	delay   time.Duration // every call answers after this long, whatever its context says
+	hang    chan struct{} // when non-nil, calls block until it is closed
+	err     error         // when non-nil, every call fails with it
+	calls   map[string]int
+	deleted []string // keys deleted by the release script
+}
+
+var _ redis.Scripter = (*fakeNode)(nil)
+
+func newFakeNode() *fakeNode {
+	return &fakeNode{kv: map[string]string{}, expiry: map[string]time.Time{}, calls: map[string]int{}}
+}
+
+func (f *fakeNode) set(fn func(f *fakeNode)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeNode) get(key string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expireLocked(key)
+	v, ok := f.kv[key]
+	return v, ok
+}
+
+func (f *fakeNode) count(script string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[script]
+}
+
+func (f *fakeNode) expireLocked(key string) {
+	if t, ok := f.expiry[key]; ok && !time.Now().Before(t) {
+		delete(f.kv, key)
+		delete(f.expiry, key)
+	}
+}
+
+func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	f.mu.Lock()
+	delay, hang, err := f.delay, f.hang, f.err
+	f.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		f.expireLocked(k)
+	}
+	str := func(i int) string { return args[i].(string) }
+	switch sha {
+	case acquireScript.Hash():
+		f.calls["acquire"]++
+		key, fkey, token := keys[0], keys[1], str(0)
+		ms, _ := strconv.Atoi(str(1))
+		switch cur, ok := f.kv[key]; {
+		case !ok || cur == token:
+			f.kv[key] = token
+			f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		default:
+			return redis.NewCmdResult([]any{int64(0), time.Until(f.expiry[key]).Milliseconds()}, nil)
+		}
+		if str(2) != "1" {
+			return redis.NewCmdResult([]any{int64(1), int64(0)}, nil)
+		}
+		n, _ := strconv.ParseInt(f.kv[fkey], 10, 64)
+		n++
+		f.kv[fkey] = strconv.FormatInt(n, 10)
+		return redis.NewCmdResult([]any{int64(1), n}, nil)
+	case extendScript.Hash():
+		f.calls["extend"]++
+		ms, _ := strconv.Atoi(str(1))
+		if f.kv[keys[0]] != str(0) {
+			return redis.NewCmdResult(int64(0), nil)
+		}
+		f.expiry[keys[0]] = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		return redis.NewCmdResult(int64(1), nil)
+	case releaseScript.Hash():
+		f.calls["release"]++
+		if f.kv[keys[0]] != str(0) {
+			return redis.NewCmdResult(int64(0), nil)
+		}
+		delete(f.kv, keys[0])
+		delete(f.expiry, keys[0])
+		f.deleted = append(f.deleted, keys[0])
+		return redis.NewCmdResult(int64(1), nil)
+	case fenceScript.Hash():
+		f.calls["fence"]++
+		cur, _ := strconv.ParseUint(f.kv[keys[0]], 10, 64)
+		want, _ := strconv.ParseUint(str(0), 10, 64)
+		if cur < want {
+			f.kv[keys[0]] = str(0)
+		}
+		return redis.NewCmdResult(int64(1), nil)
+	}
+	return redis.NewCmdResult(nil, errors.New("NOSCRIPT fake node does not know "+sha))
+}
+
+func (f *fakeNode) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return f.EvalSha(ctx, "unknown", keys, args...)
+}
+
+func (f *fakeNode) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return f.Eval(ctx, script, keys, args...)
+}
+
+func (f *fakeNode) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return f.EvalSha(ctx, sha, keys, args...)
+}
+
+func (f *fakeNode) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	return redis.NewBoolSliceResult(make([]bool, len(hashes)), nil)
+}
+
+func (f *fakeNode) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	return redis.NewStringResult("", nil)
+}
+
+// newFakeClient returns a Client over n fake nodes.
+func newFakeClient(t testing.TB, n int, opts *Options) (*Client, []*fakeNode) {
+	t.Helper()
+	fakes := make([]*fakeNode, n)
+	nodes := make([]node, n)
+	for i := range fakes {
+		fakes[i] = newFakeNode()
+		nodes[i] = node{addr: "fake" + strconv.Itoa(i), client: fakes[i]}
+	}
+	c, err := newClient(nodes, opts)
+	if err != nil {
+		t.Fatalf("newClient: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		settle()
+	})
+	return c, fakes
+}

@@ -1,0 +1,60 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed fence.lua
+var fenceSrc string
+
+var fenceScript = redis.NewScript(fenceSrc)
+
+// fencePlan is what phase 1 of a fenced acquisition decided.
+type fencePlan struct {
+	fence     uint64 // F: the largest counter value among the granting nodes
+	writeBack bool   // phase 2 is needed: fewer than a quorum already hold F
+}
+
+// planFence picks the candidate fence F from the counter values the granting
+// nodes returned (phase 1) and decides whether the write-back (phase 2) can
+// be skipped.
+//
+// Why write back at all: a later acquisition's quorum intersects the
+// write-back quorum in at least one node whose counter is already >= F, so
+// its INCR there returns more than F, and so does its max. The max of the
+// INCRs alone does not give that: the nodes that returned F may be a
+// minority, and a later quorum may avoid them all.
+//
+// The fast path: nodes whose INCR returned exactly F already hold F; when
+// they alone are a quorum (the normal case, as healthy nodes' counters move
+// together), they are the write-back quorum and phase 2 is skipped.
+func planFence(granted []uint64, quorum int) fencePlan {
+	var f uint64
+	for _, v := range granted {
+		f = max(f, v)
+	}
+	atF := 0
+	for _, v := range granted {
+		if v == f {
+			atF++
+		}
+	}
+	return fencePlan{fence: f, writeBack: atF < quorum}
+}
+
+// writeBackFence raises the fence counter of key to at least f on every node
+// and reports whether a quorum acknowledged it. It never lowers a counter.
+func (c *Client) writeBackFence(ctx context.Context, counterKey string, f uint64, timeout time.Duration) *round[int64] {
+	arg := strconv.FormatUint(f, 10)
+	return fanout(ctx, len(c.nodes), c.quorum, timeout,
+		func(ctx context.Context, i int) (int64, error) {
+			return fenceScript.Run(ctx, c.nodes[i].client, []string{counterKey}, arg).Int64()
+		},
+		func(v int64, err error) bool { return err == nil && v == 1 },
+		nil)
+}

@@ -1,0 +1,77 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// cluster is five Redis masters in containers, shared by the integration
+// tests; each test uses its own lock names and the first 1, 3 or 5 nodes.
+// Tests that stop nodes start a cluster of their own.
+var cluster *redlocktest.Cluster
+
+// quietLogger drops go-redis's log lines ("failed to dial" for every call
+// to a node a test has stopped on purpose).
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	var err error
+	cluster, err = redlocktest.New(5, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cluster.Close(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// nodes returns the shared cluster's first n clients.
+func nodes(n int) []redis.UniversalClient { return cluster.Clients()[:n] }
+
+// newTestClient returns a Client over nodes, closed when the test ends.
+func newTestClient(t testing.TB, nodes []redis.UniversalClient, opts *Options) *Client {
+	t.Helper()
+	c, err := New(nodes, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// forEachN runs f as a subtest with 1, 3 and 5 nodes.
+func forEachN(t *testing.T, f func(t *testing.T, n int)) {
+	for _, n := range []int{1, 3, 5} {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) { f(t, n) })
+	}
+}
+
+// assertNoLockKey fails the test if any of the nodes still has key.
+func assertNoLockKey(t testing.TB, nodes []redis.UniversalClient, key string) {
+	t.Helper()
+	for i, n := range nodes {
+		if got, err := n.Exists(context.Background(), key).Result(); err != nil || got != 0 {
+			t.Errorf("node %d: EXISTS %s = %d, %v; want 0 (no stray key)", i, key, got, err)
+		}
+	}
+}
