@@ -86,6 +86,8 @@ func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "redlock: %s %q: ", e.Op, e.Name)
 	switch {
+	case e.Nodes == nil:
+		fmt.Fprintf(&b, "no attempt made: still waiting for this client's earlier Acquire of the same name")
 	case e.Agreed >= e.Quorum && e.Validity <= 0:
 		fmt.Fprintf(&b, "quorum of %d reached too late (validity %v): raise the TTL or lower Options.NodeTimeout", e.Quorum, e.Validity)
 	default:

@@ -20,11 +20,17 @@ import (
 // containers.
 
 func TestMutualExclusion(t *testing.T) {
+	// 32 goroutines in 4 clients (as if 4 processes): goroutines of one
+	// client queue locally, the clients contend on the nodes.
+	const clients = 4
 	forEachN(t, func(t *testing.T, n int) {
-		// 32 goroutines under the race detector on a small machine can
-		// starve a round trip past the 100ms default: this test is about
-		// exclusion, not latency.
-		c := newTestClient(t, nodes(n), &Options{NodeTimeout: time.Second})
+		cs := make([]*Client, clients)
+		for i := range cs {
+			// 32 goroutines under the race detector on a small machine
+			// can starve a round trip past the 100ms default: this test
+			// is about exclusion, not latency.
+			cs[i] = newTestClient(t, nodes(n), &Options{NodeTimeout: time.Second})
+		}
 		name := fmt.Sprintf("mutex-%d", n)
 		const workers, rounds = 32, 5
 		var (
@@ -40,6 +46,7 @@ func TestMutualExclusion(t *testing.T) {
 		defer cancel()
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
+			c := cs[w%clients]
 			go func() {
 				defer wg.Done()
 				for r := 0; r < rounds; r++ {
@@ -81,7 +88,7 @@ func TestMutualExclusion(t *testing.T) {
 				break
 			}
 		}
-		key, _ := c.Keys(name)
+		key, _ := cs[0].Keys(name)
 		assertNoLockKey(t, nodes(n), key)
 	})
 }
@@ -164,7 +171,7 @@ func TestAcquireIsIdempotentForOwnToken(t *testing.T) {
 	c := newTestClient(t, nodes(3), nil)
 	key, fenceKey := c.Keys("idem")
 	token := newToken()
-	cl := &claim{}
+	cl := &claim{leaveTurn: func() {}}
 	l1, qerr := c.try(t.Context(), cl, "idem", key, fenceKey, token, time.Second, true)
 	if qerr != nil {
 		t.Fatalf("first attempt: %v", qerr)

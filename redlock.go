@@ -90,6 +90,7 @@ type Client struct {
 	opts   Options
 	clock  clock
 	waker  *waker
+	turns  turns // local queue per lock name
 }
 
 // node is one Redis node as the lock sees it: something that can run
@@ -233,10 +234,21 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	key, fenceKey := c.Keys(name)
 	token := newToken()
 
-	cl := &claim{}
+	// Wait for this client's earlier Acquire calls of the same name, unless
+	// this is a try-lock (the policy allows no retry): a try-lock makes its
+	// one attempt at once.
+	leave := func() {}
+	if _, retries := o.Retry(1); retries {
+		var err error
+		if leave, err = c.turns.enter(ctx, key); err != nil {
+			return nil, &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: err, sentinel: ErrNotAcquired}
+		}
+	}
+	cl := &claim{leaveTurn: leave}
 	l, err := c.acquire(ctx, cl, name, key, fenceKey, token, ttl, &o)
 	if err != nil {
 		c.releaseNodes(ctx, key, token, false, cl.abandon())
+		leave()
 		return nil, err
 	}
 	return l, nil
@@ -312,6 +324,8 @@ func (c *Client) hopeless(e *QuorumError) bool {
 //     on every node;
 //   - once the call gave up or its lock ended: it is released at once.
 type claim struct {
+	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
+
 	mu   sync.Mutex // protects the fields below
 	held bool       // an attempt succeeded and its lock has not ended
 	done bool       // the call gave up, or its lock ended
@@ -608,6 +622,9 @@ func (l *Lock) end(err error, gen int) bool {
 	l.onEnd = nil
 	l.mu.Unlock()
 	l.claim.abandon() // nothing recorded while held; later grants release themselves
+	if err != ErrReleased {
+		l.claim.leaveTurn() // Release hands the turn on only once the keys are gone
+	}
 	for _, f := range fns {
 		f(err)
 	}
@@ -696,6 +713,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	c := l.c
 	r := c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)))
+	l.claim.leaveTurn()
 	var errs []error
 	if err := l.Err(); errors.Is(err, ErrLost) {
 		errs = append(errs, fmt.Errorf("redlock: %q was lost before Release: %w", l.name, ErrLost))
