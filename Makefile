@@ -6,10 +6,12 @@ STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 export REDLOCK_REDIS_IMAGE ?= redis:7
 
-.PHONY: test lint vet staticcheck fmt-check redis-image tools bench compose-up compose-down
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-## test: build the Redis image if needed, lint, and run every test with -race against real Redis containers
-test: redis-image lint
+.PHONY: test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
+
+## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
+test: redis-image postgres lint
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 ## lint: gofmt, go vet, staticcheck
@@ -33,6 +35,13 @@ $(STATICCHECK):
 ## redis-image: make sure $(REDLOCK_REDIS_IMAGE) exists locally (pull, or build FROM scratch from Debian's redis-server)
 redis-image:
 	bash scripts/redis-image.sh
+
+## postgres: install Debian's PostgreSQL server if missing (the SQLGuard tests start their own in a temp dir)
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	fi
 
 ## bench: uncontended acquire/release next to a parallel PING round to the same nodes, in one run
 bench: redis-image

@@ -79,7 +79,8 @@ type QuorumError struct {
 	Nodes    []error       // per node, in node order: nil where the node agreed
 	Err      error         // the caller's context error, if it ended the wait
 
-	sentinel error
+	sentinel   error
+	leadsSplit bool // acquire: a split vote that this attempt should retry first
 }
 
 func (e *QuorumError) Error() string {

@@ -26,10 +26,7 @@ func TestMutualExclusion(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
 		cs := make([]*Client, clients)
 		for i := range cs {
-			// 32 goroutines under the race detector on a small machine
-			// can starve a round trip past the 100ms default: this test
-			// is about exclusion, not latency.
-			cs[i] = newTestClient(t, nodes(n), &Options{NodeTimeout: time.Second})
+			cs[i] = newTestClient(t, nodes(n), nil)
 		}
 		name := fmt.Sprintf("mutex-%d", n)
 		const workers, rounds = 32, 5
@@ -152,13 +149,19 @@ func TestExtendKeepsFence(t *testing.T) {
 		if left := time.Until(l.ValidUntil()); left < 50*time.Second {
 			t.Errorf("ValidUntil in %v; want about a minute after extending by one", left)
 		}
+		// Acquire and Extend return at quorum: a slow node's grant may still
+		// be on its way, so the promise is about a quorum of nodes.
+		extended := 0
 		for i, nd := range nodes(n) {
-			if ttl := nd.PTTL(t.Context(), key).Val(); ttl < 50*time.Second {
-				t.Errorf("node %d: PTTL = %v; want about a minute", i, ttl)
+			if ttl := nd.PTTL(t.Context(), key).Val(); ttl > 50*time.Second {
+				extended++
 			}
-			if got, _ := nd.Get(t.Context(), fenceKey).Uint64(); got != fence {
-				t.Errorf("node %d: fence counter = %d; want %d (extend does not count)", i, got, fence)
+			if got, _ := nd.Get(t.Context(), fenceKey).Uint64(); got > fence {
+				t.Errorf("node %d: fence counter = %d; want <= %d (extend does not count)", i, got, fence)
 			}
+		}
+		if extended < c.Quorum() {
+			t.Errorf("%d nodes have the key extended to about a minute; want a quorum of %d", extended, c.Quorum())
 		}
 		if err := l.Release(t.Context()); err != nil {
 			t.Errorf("Release = %v", err)
@@ -420,14 +423,15 @@ func TestWatchdogAndLossOnRealNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := l.ValidUntil()
 	select {
 	case <-l.Done():
-	case <-time.After(time.Until(deadline) + time.Second):
-		t.Fatalf("Done did not fire within a second of the deadline")
+	case <-time.After(5 * ttl):
+		t.Fatalf("Done did not fire within 5 TTLs of losing the majority")
 	}
-	// Timer slack aside, the signal comes no later than the deadline.
-	if late := time.Since(deadline); late > 20*time.Millisecond {
+	// An extend that was on its way while the nodes stopped may still have
+	// moved the deadline; the signal must come no later than the deadline
+	// the lock had when it was lost (timer slack aside).
+	if late := time.Since(l.ValidUntil()); late > 20*time.Millisecond {
 		t.Errorf("Done fired %v after the deadline", late)
 	}
 	if !errors.Is(l.Err(), ErrLost) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -49,8 +50,15 @@ func TestMain(m *testing.M) {
 func nodes(n int) []redis.UniversalClient { return cluster.Clients()[:n] }
 
 // newTestClient returns a Client over nodes, closed when the test ends.
+// With nil opts the per-node timeout is 1s, not the 100ms default: the race
+// detector on a loaded 2-core machine can starve a round trip past 100ms,
+// and these tests are about semantics, not latency. Tests of the timeout
+// itself pass their own Options.
 func newTestClient(t testing.TB, nodes []redis.UniversalClient, opts *Options) *Client {
 	t.Helper()
+	if opts == nil {
+		opts = &Options{NodeTimeout: time.Second}
+	}
 	c, err := New(nodes, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

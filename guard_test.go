@@ -1,0 +1,783 @@
+package redlock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Tests of the downstream fencing guards. The same scenarios run on each
+// store: in-process (FenceGuard), Redis (RedisGuard on a node of the shared
+// cluster) and PostgreSQL (SQLGuard on a server started by the test).
+
+// fencedStore is a downstream store behind a guard: one value per resource.
+type fencedStore interface {
+	// create makes resource exist with value "" and no fence recorded
+	// (fence 0), replacing what a previous run left.
+	create(t testing.TB, resource string)
+	// write sets the value of resource, fenced.
+	write(ctx context.Context, resource string, fence uint64, value string) error
+	// read returns the value of resource, fenced.
+	read(ctx context.Context, resource string, fence uint64) (string, error)
+	// stored returns the value and the highest fence of resource, unfenced.
+	stored(ctx context.Context, resource string) (string, uint64, error)
+}
+
+// memStore is values in a map behind a FenceGuard.
+type memStore struct {
+	guard    FenceGuard
+	mu       sync.Mutex // protects vals
+	vals     map[string]string
+	inside   atomic.Int32 // accesses running now
+	overlaps atomic.Int32 // accesses that found another one running
+}
+
+func (s *memStore) create(t testing.TB, resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vals == nil {
+		s.vals = make(map[string]string)
+	}
+	s.vals[resource] = ""
+}
+
+// access runs f as an access of the store, counting overlaps.
+func (s *memStore) access(f func()) {
+	if s.inside.Add(1) != 1 {
+		s.overlaps.Add(1)
+	}
+	defer s.inside.Add(-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+}
+
+func (s *memStore) write(ctx context.Context, resource string, fence uint64, value string) error {
+	return s.guard.Do(resource, fence, func() error {
+		s.access(func() { s.vals[resource] = value })
+		return nil
+	})
+}
+
+func (s *memStore) read(ctx context.Context, resource string, fence uint64) (v string, err error) {
+	err = s.guard.Do(resource, fence, func() error {
+		s.access(func() { v = s.vals[resource] })
+		return nil
+	})
+	return v, err
+}
+
+func (s *memStore) stored(ctx context.Context, resource string) (string, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vals[resource], s.guard.Highest(resource), nil
+}
+
+// redisStore is string keys in a Redis behind a RedisGuard.
+type redisStore struct {
+	rdb   *redis.Client
+	guard *RedisGuard
+}
+
+func redisDataKey(resource string) string { return "{" + resource + "}:value" }
+
+func (s *redisStore) create(t testing.TB, resource string) {
+	t.Helper()
+	if err := s.rdb.Del(t.Context(), guardFenceKey(resource), redisDataKey(resource)).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+}
+
+func (s *redisStore) write(ctx context.Context, resource string, fence uint64, value string) error {
+	return s.guard.Set(ctx, resource, redisDataKey(resource), value, fence)
+}
+
+func (s *redisStore) read(ctx context.Context, resource string, fence uint64) (string, error) {
+	v, _, err := s.guard.Get(ctx, resource, redisDataKey(resource), fence)
+	return v, err
+}
+
+func (s *redisStore) stored(ctx context.Context, resource string) (string, uint64, error) {
+	v, err := s.rdb.Get(ctx, redisDataKey(resource)).Result()
+	if errors.Is(err, redis.Nil) {
+		v, err = "", nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	f, err := s.guard.Highest(ctx, resource)
+	return v, f, err
+}
+
+// sqlStore is rows of a PostgreSQL table behind a SQLGuard; every access
+// is a transaction of its own.
+type sqlStore struct {
+	db    *sql.DB
+	guard SQLGuard
+}
+
+const sqlStoreTable = `CREATE TABLE guarded (
+	id    text PRIMARY KEY,
+	val   text NOT NULL DEFAULT '',
+	fence bigint NOT NULL DEFAULT 0
+)`
+
+func (s *sqlStore) create(t testing.TB, resource string) {
+	t.Helper()
+	_, err := s.db.ExecContext(t.Context(),
+		`INSERT INTO guarded (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET val = '', fence = 0`, resource)
+	if err != nil {
+		t.Fatalf("INSERT: %v", err)
+	}
+}
+
+// inTx runs f in a transaction, committed if f succeeds.
+func (s *sqlStore) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqlStore) write(ctx context.Context, resource string, fence uint64, value string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		return s.guard.Update(ctx, tx, resource, fence, "val = $1", value)
+	})
+}
+
+func (s *sqlStore) read(ctx context.Context, resource string, fence uint64) (v string, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.guard.Update(ctx, tx, resource, fence, ""); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT val FROM guarded WHERE id = $1", resource).Scan(&v)
+	})
+	return v, err
+}
+
+func (s *sqlStore) stored(ctx context.Context, resource string) (v string, f uint64, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT val, fence FROM guarded WHERE id = $1", resource).Scan(&v, &f)
+	return v, f, err
+}
+
+// assertStored fails the test unless resource holds value with fence.
+func assertStored(t testing.TB, s fencedStore, resource, value string, fence uint64) {
+	t.Helper()
+	v, f, err := s.stored(t.Context(), resource)
+	if err != nil {
+		t.Fatalf("stored(%q): %v", resource, err)
+	}
+	if v != value || f != fence {
+		t.Errorf("stored(%q) = %q, fence %d; want %q, fence %d", resource, v, f, value, fence)
+	}
+}
+
+// assertStale fails the test unless err matches ErrStaleFence and names the
+// resource, the fence and the highest fence.
+func assertStale(t testing.TB, op string, err error, resource string, fence, highest uint64) {
+	t.Helper()
+	if !errors.Is(err, ErrStaleFence) {
+		t.Errorf("%s = %v; want ErrStaleFence", op, err)
+		return
+	}
+	for _, s := range []string{resource, fmt.Sprintf("fence %d is below %d", fence, highest)} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%s = %q; want it to contain %q", op, err, s)
+		}
+	}
+}
+
+func TestFencedStores(t *testing.T) {
+	db := startPostgres(t)
+	if _, err := db.ExecContext(t.Context(), sqlStoreTable); err != nil {
+		t.Fatalf("CREATE TABLE: %v", err)
+	}
+	stores := []struct {
+		name  string
+		store fencedStore
+	}{
+		{"memory", &memStore{}},
+		{"redis", &redisStore{rdb: cluster.Client(4), guard: NewRedisGuard(cluster.Client(4))}},
+		{"postgres", &sqlStore{db: db, guard: SQLGuard{Table: "guarded"}}},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Run("StaleWriteRejected", func(t *testing.T) { testStaleWriteRejected(t, st.store) })
+			t.Run("StaleReadRejected", func(t *testing.T) { testStaleReadRejected(t, st.store) })
+			t.Run("FencedReadThenStaleWrite", func(t *testing.T) { testFencedReadThenStaleWrite(t, st.store) })
+			t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, st.store) })
+			t.Run("ExpiredHolder", func(t *testing.T) { testExpiredHolder(t, st.store, "guard-"+st.name) })
+		})
+	}
+	if m := stores[0].store.(*memStore); m.overlaps.Load() != 0 {
+		t.Errorf("FenceGuard ran %d accesses of one resource at once; want 0", m.overlaps.Load())
+	}
+	t.Run("postgres/Errors", func(t *testing.T) { testSQLGuardErrors(t, db) })
+}
+
+func testStaleWriteRejected(t *testing.T, s fencedStore) {
+	const res = "stale-write"
+	s.create(t, res)
+	steps := []struct {
+		fence     uint64
+		value     string
+		wantStale bool
+	}{
+		{5, "a", false},
+		{3, "b", true},
+		{5, "c", false}, // the same holder writes again
+		{5, "d", false},
+		{9, "e", false},
+		{10, "f", false}, // compared as numbers, not text
+		{9, "g", true},
+		{0, "h", true},
+	}
+	value, highest := "", uint64(0)
+	for _, st := range steps {
+		err := s.write(t.Context(), res, st.fence, st.value)
+		op := fmt.Sprintf("write(%q, fence %d)", st.value, st.fence)
+		if st.wantStale {
+			assertStale(t, op, err, res, st.fence, highest)
+		} else {
+			if err != nil {
+				t.Errorf("%s = %v; want nil", op, err)
+			}
+			value, highest = st.value, st.fence
+		}
+		assertStored(t, s, res, value, highest)
+	}
+}
+
+func testStaleReadRejected(t *testing.T, s fencedStore) {
+	const res = "stale-read"
+	s.create(t, res)
+	if err := s.write(t.Context(), res, 4, "x"); err != nil {
+		t.Fatalf("write(fence 4) = %v", err)
+	}
+	v, err := s.read(t.Context(), res, 2)
+	assertStale(t, "read(fence 2)", err, res, 2, 4)
+	if v != "" {
+		t.Errorf("read(fence 2) returned %q; want nothing", v)
+	}
+	for _, f := range []uint64{4, 6} {
+		if v, err := s.read(t.Context(), res, f); v != "x" || err != nil {
+			t.Errorf("read(fence %d) = %q, %v; want %q, nil", f, v, err, "x")
+		}
+	}
+	assertStored(t, s, res, "x", 6) // the read recorded its fence
+}
+
+// A stale holder A read before the newer holder B; B reads too. A's write
+// must now be rejected, though nobody has written with B's fence yet:
+// otherwise B's write, computed from what B read, would overwrite A's.
+func testFencedReadThenStaleWrite(t *testing.T, s fencedStore) {
+	const res = "read-modify-write"
+	s.create(t, res)
+	if err := s.write(t.Context(), res, 1, "0"); err != nil {
+		t.Fatalf("write(fence 1) = %v", err)
+	}
+	const a, b = 1, 2
+	for _, f := range []uint64{a, b} {
+		if v, err := s.read(t.Context(), res, f); v != "0" || err != nil {
+			t.Fatalf("read(fence %d) = %q, %v; want %q, nil", f, v, err, "0")
+		}
+	}
+	assertStale(t, "A's write(fence 1) after B's read(fence 2)", s.write(t.Context(), res, a, "1"), res, a, b)
+	if err := s.write(t.Context(), res, b, "1"); err != nil {
+		t.Errorf("B's write(fence 2) = %v; want nil", err)
+	}
+	assertStored(t, s, res, "1", b)
+}
+
+// Writers with random fences race; the stored fence never goes down, every
+// write with the largest fence is accepted, and the store ends with the
+// largest fence and a value written with it.
+func testConcurrentWriters(t *testing.T, s fencedStore) {
+	const res = "concurrent"
+	s.create(t, res)
+	const writers, writes = 16, 8
+	type result struct {
+		fence uint64
+		value string
+		err   error
+	}
+	var (
+		results = make(chan result, writers*writes)
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// The watcher samples the stored fence until the writers are done.
+	stop := make(chan struct{})
+	watcherErr := make(chan error, 1)
+	go func() {
+		var last uint64
+		for {
+			_, f, err := s.stored(ctx, res)
+			if err == nil && f < last {
+				err = fmt.Errorf("stored fence went down from %d to %d", last, f)
+			}
+			if err != nil {
+				watcherErr <- err
+				return
+			}
+			last = f
+			select {
+			case <-stop:
+				watcherErr <- nil
+				return
+			default:
+			}
+		}
+	}()
+
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < writes; i++ {
+				f := 1 + rand.Uint64N(40)
+				v := fmt.Sprintf("w%d-%d-f%d", w, i, f)
+				results <- result{f, v, s.write(ctx, res, f, v)}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-watcherErr; err != nil {
+		t.Errorf("watcher: %v", err)
+	}
+	close(results)
+
+	var maxTried, maxAccepted uint64
+	withMax := map[string]bool{} // values written with the largest fence
+	var all []result
+	for r := range results {
+		all = append(all, r)
+		maxTried = max(maxTried, r.fence)
+		switch {
+		case r.err == nil:
+			maxAccepted = max(maxAccepted, r.fence)
+		case !errors.Is(r.err, ErrStaleFence):
+			t.Errorf("write(%q, fence %d) = %v; want nil or ErrStaleFence", r.value, r.fence, r.err)
+		}
+	}
+	for _, r := range all {
+		if r.fence == maxTried {
+			withMax[r.value] = true
+			if r.err != nil {
+				t.Errorf("write(%q, fence %d) = %v; want nil: no fence was higher", r.value, r.fence, r.err)
+			}
+		}
+	}
+	v, f, err := s.stored(t.Context(), res)
+	if err != nil {
+		t.Fatalf("stored: %v", err)
+	}
+	if f != maxAccepted || f != maxTried {
+		t.Errorf("stored fence = %d; want %d, the largest accepted and tried", f, maxAccepted)
+	}
+	if !withMax[v] {
+		t.Errorf("stored value = %q; want one written with fence %d", v, f)
+	}
+}
+
+// A real lock: holder A's lease ends on the nodes (as after a long pause),
+// B acquires it and reads; A, still believing it holds the lock, writes:
+// rejected, and B's write goes through.
+func testExpiredHolder(t *testing.T, s fencedStore, name string) {
+	const res = "expired-holder"
+	s.create(t, res)
+	// Two clients, as two processes: one client queues its own Acquire
+	// calls of a name until the earlier lock ends locally.
+	ca, cb := newTestClient(t, nodes(3), nil), newTestClient(t, nodes(3), nil)
+	key, _ := ca.Keys(name)
+	a, err := ca.Acquire(t.Context(), name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire a = %v", err)
+	}
+	defer a.Release(t.Context())
+	if err := s.write(t.Context(), res, a.Fence(), "a1"); err != nil {
+		t.Fatalf("a's write(fence %d) = %v; want nil", a.Fence(), err)
+	}
+	for _, nd := range nodes(3) {
+		nd.PExpire(t.Context(), key, time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+	b, err := cb.Acquire(t.Context(), name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire b = %v", err)
+	}
+	defer b.Release(t.Context())
+	if b.Fence() <= a.Fence() {
+		t.Fatalf("b.Fence() = %d; want more than a's %d", b.Fence(), a.Fence())
+	}
+	if v, err := s.read(t.Context(), res, b.Fence()); v != "a1" || err != nil {
+		t.Fatalf("b's read(fence %d) = %q, %v; want %q, nil", b.Fence(), v, err, "a1")
+	}
+	if a.Err() != nil {
+		t.Fatalf("a.Err() = %v; want nil (a still believes it holds the lock)", a.Err())
+	}
+	err = s.write(t.Context(), res, a.Fence(), "a2")
+	assertStale(t, fmt.Sprintf("a's write(fence %d) after b's read", a.Fence()), err, res, a.Fence(), b.Fence())
+	if err := s.write(t.Context(), res, b.Fence(), "b1"); err != nil {
+		t.Errorf("b's write(fence %d) = %v; want nil", b.Fence(), err)
+	}
+	assertStored(t, s, res, "b1", b.Fence())
+}
+
+func TestFenceGuardDo(t *testing.T) {
+	var g FenceGuard
+	if h := g.Highest("r"); h != 0 {
+		t.Errorf("zero FenceGuard: Highest(%q) = %d; want 0", "r", h)
+	}
+	boom := errors.New("boom")
+	if err := g.Do("r", 3, func() error { return boom }); err != boom {
+		t.Errorf("Do(access failing) = %v; want the access's error as is", err)
+	}
+	if h := g.Highest("r"); h != 3 {
+		t.Errorf("Highest after a failed access = %d; want 3 (the fence stays recorded)", h)
+	}
+	called := false
+	err := g.Do("r", 2, func() error { called = true; return nil })
+	assertStale(t, "Do(fence 2)", err, `"r"`, 2, 3)
+	if called {
+		t.Errorf("Do(fence 2) called access; want it not called for a stale fence")
+	}
+	if err := g.Do("r", 7, nil); err != nil {
+		t.Errorf("Do(nil access) = %v; want nil", err)
+	}
+	if h := g.Highest("r"); h != 7 {
+		t.Errorf("Highest after Do(nil access) = %d; want 7", h)
+	}
+	if err := g.Do("other", 1, nil); err != nil {
+		t.Errorf("Do(%q, fence 1) = %v; want nil: resources are independent", "other", err)
+	}
+	func() {
+		defer func() { recover() }()
+		g.Do("r", 8, func() error { panic("access panics") })
+	}()
+	done := make(chan error, 1)
+	go func() { done <- g.Do("r", 8, nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Do after a panicking access = %v; want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Do after a panicking access is still waiting; want the lock released by the panic")
+	}
+	g.Do("big", math.MaxUint64, nil)
+	assertStale(t, "Do(MaxUint64-1)", g.Do("big", math.MaxUint64-1, nil), `"big"`, math.MaxUint64-1, math.MaxUint64)
+}
+
+func TestRedisGuardErrors(t *testing.T) {
+	rdb := cluster.Client(4)
+	g := NewRedisGuard(rdb)
+	ctx := t.Context()
+	const res = "guard-errors"
+	fenceKey, dataKey := guardFenceKey(res), "{"+res+"}:data"
+	reset := func(t *testing.T) {
+		t.Helper()
+		if err := rdb.Del(ctx, fenceKey, dataKey).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("BigFences", func(t *testing.T) {
+		reset(t)
+		// 2^53+1 and 2^53 are one float64: compare as numbers, exactly.
+		steps := []struct {
+			fence     uint64
+			wantStale bool
+		}{
+			{1<<53 + 1, false},
+			{1 << 53, true},
+			{math.MaxUint64 - 1, false},
+			{math.MaxUint64, false},
+			{math.MaxUint64 - 1, true},
+			{1<<63 + 1, true},
+		}
+		var highest uint64
+		for _, st := range steps {
+			err := g.Set(ctx, res, dataKey, fmt.Sprint(st.fence), st.fence)
+			op := fmt.Sprintf("Set(fence %d)", st.fence)
+			if st.wantStale {
+				assertStale(t, op, err, res, st.fence, highest)
+			} else {
+				if err != nil {
+					t.Errorf("%s = %v; want nil", op, err)
+				}
+				highest = st.fence
+			}
+			if h, err := g.Highest(ctx, res); h != highest || err != nil {
+				t.Errorf("after %s: Highest = %d, %v; want %d", op, h, err, highest)
+			}
+		}
+		if v := rdb.Get(ctx, dataKey).Val(); v != fmt.Sprint(uint64(math.MaxUint64)) {
+			t.Errorf("data = %q; want the value written with fence MaxUint64", v)
+		}
+	})
+
+	t.Run("MissingKey", func(t *testing.T) {
+		reset(t)
+		v, ok, err := g.Get(ctx, res, dataKey, 4)
+		if v != "" || ok || err != nil {
+			t.Errorf("Get(missing key) = %q, %v, %v; want \"\", false, nil", v, ok, err)
+		}
+		if h, _ := g.Highest(ctx, res); h != 4 {
+			t.Errorf("Highest after Get(missing key, fence 4) = %d; want 4 (reads record the fence)", h)
+		}
+	})
+
+	// Each case leaves the store as it found it and says what is wrong.
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T)
+		op      func() error
+		want    string
+		checkNo string // a key that must still not exist
+	}{
+		{
+			name:    "DataKeyWrongType",
+			setup:   func(t *testing.T) { rdb.RPush(ctx, dataKey, "x") },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", 1) },
+			want:    "holds a list, not a string",
+			checkNo: fenceKey,
+		},
+		{
+			name:    "GetDataKeyWrongType",
+			setup:   func(t *testing.T) { rdb.SAdd(ctx, dataKey, "x") },
+			op:      func() error { _, _, err := g.Get(ctx, res, dataKey, 1); return err },
+			want:    "holds a set, not a string",
+			checkNo: fenceKey,
+		},
+		{
+			name:    "FenceKeyWrongType",
+			setup:   func(t *testing.T) { rdb.HSet(ctx, fenceKey, "f", "1") },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", 1) },
+			want:    "holds a hash, not a fence",
+			checkNo: dataKey,
+		},
+		{
+			name:    "FenceKeyNotANumber",
+			setup:   func(t *testing.T) { rdb.Set(ctx, fenceKey, "12abc", 0) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", 99) },
+			want:    `holds "12abc", not a fence`,
+			checkNo: dataKey,
+		},
+		{
+			name:  "HighestFenceKeyWrongType",
+			setup: func(t *testing.T) { rdb.LPush(ctx, fenceKey, "1") },
+			op:    func() error { _, err := g.Highest(ctx, res); return err },
+			want:  "holds a list, not a fence",
+		},
+		{
+			name:  "EmptyResource",
+			op:    func() error { return g.Set(ctx, "", dataKey, "v", 1) },
+			want:  "empty resource name",
+			setup: func(t *testing.T) {},
+		},
+		{
+			name:    "DataKeyIsFenceKey",
+			setup:   func(t *testing.T) {},
+			op:      func() error { return g.Set(ctx, res, fenceKey, "v", 1) },
+			want:    "is the fence key",
+			checkNo: fenceKey,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			reset(t)
+			c.setup(t)
+			before := dump(t, rdb, fenceKey, dataKey)
+			err := c.op()
+			if err == nil || !strings.HasPrefix(err.Error(), "redlock: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: error = %v; want a redlock: error containing %q", c.name, err, c.want)
+			}
+			if errors.Is(err, ErrStaleFence) {
+				t.Errorf("%s: error = %v; want it not to match ErrStaleFence", c.name, err)
+			}
+			if after := dump(t, rdb, fenceKey, dataKey); after != before {
+				t.Errorf("%s changed the store: %s; want %s", c.name, after, before)
+			}
+			if c.checkNo != "" {
+				if n := rdb.Exists(ctx, c.checkNo).Val(); n != 0 {
+					t.Errorf("%s created key %s; want nothing changed", c.name, c.checkNo)
+				}
+			}
+		})
+	}
+	reset(t)
+}
+
+// dump returns the type and serialized value of each key.
+func dump(t testing.TB, rdb *redis.Client, keys ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		typ, err := rdb.Type(t.Context(), k).Result()
+		if err != nil {
+			t.Fatalf("TYPE %s: %v", k, err)
+		}
+		d, err := rdb.Dump(t.Context(), k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("DUMP %s: %v", k, err)
+		}
+		fmt.Fprintf(&b, "%s=%s:%q ", k, typ, d)
+	}
+	return b.String()
+}
+
+func testSQLGuardErrors(t *testing.T, db *sql.DB) {
+	ctx := t.Context()
+	for _, q := range []string{
+		`CREATE TABLE big (id bigint PRIMARY KEY, val text NOT NULL DEFAULT '', fence numeric(20) NOT NULL DEFAULT 0)`,
+		`CREATE TABLE nullable (id bigint PRIMARY KEY, val text, fence bigint)`,
+		`CREATE TABLE dup (id bigint, val text, fence bigint NOT NULL DEFAULT 0)`,
+		`CREATE TABLE custom (key text PRIMARY KEY, val text, ver bigint NOT NULL DEFAULT 0)`,
+		`INSERT INTO big (id) VALUES (1)`,
+		`INSERT INTO nullable (id) VALUES (1)`,
+		`INSERT INTO dup (id) VALUES (1), (1)`,
+		`INSERT INTO custom (key) VALUES ('k')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	t.Run("BadIdentifiers", func(t *testing.T) {
+		cases := []struct {
+			guard SQLGuard
+			want  string
+		}{
+			{SQLGuard{}, "SQLGuard.Table is empty"},
+			{SQLGuard{Table: "guarded; DROP TABLE guarded"}, `SQLGuard.Table "guarded; DROP TABLE guarded" is not a plain SQL identifier`},
+			{SQLGuard{Table: "1guarded"}, "is not a plain SQL identifier"},
+			{SQLGuard{Table: "a.b.c"}, "is not a plain SQL identifier"},
+			{SQLGuard{Table: `"guarded"`}, "is not a plain SQL identifier"},
+			{SQLGuard{Table: "guarded", IDColumn: "id)"}, `SQLGuard.IDColumn "id)" is not a plain SQL identifier`},
+			{SQLGuard{Table: "guarded", FenceColumn: "fence--"}, `SQLGuard.FenceColumn "fence--" is not a plain SQL identifier`},
+			{SQLGuard{Table: "guarded", IDColumn: "fence"}, "both"},
+		}
+		for _, c := range cases {
+			err := c.guard.Update(ctx, db, "x", 1, "val = $1", "v")
+			if err == nil || !strings.HasPrefix(err.Error(), "redlock: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%+v.Update = %v; want a redlock: error containing %q", c.guard, err, c.want)
+			}
+		}
+	})
+
+	t.Run("CustomColumnsAndSchema", func(t *testing.T) {
+		g := SQLGuard{Table: "public.custom", IDColumn: "key", FenceColumn: "ver"}
+		if err := g.Update(ctx, db, "k", 3, "val = $1", "v3"); err != nil {
+			t.Fatalf("Update(fence 3) = %v; want nil", err)
+		}
+		assertStale(t, "Update(fence 2)", g.Update(ctx, db, "k", 2, "val = $1", "v2"), "public.custom row key = k", 2, 3)
+		var v string
+		var f uint64
+		db.QueryRowContext(ctx, "SELECT val, ver FROM custom WHERE key = 'k'").Scan(&v, &f)
+		if v != "v3" || f != 3 {
+			t.Errorf("row = %q, fence %d; want %q, 3", v, f, "v3")
+		}
+	})
+
+	t.Run("NoSuchRow", func(t *testing.T) {
+		err := SQLGuard{Table: "guarded"}.Update(ctx, db, "no-such-id", 1, "val = $1", "v")
+		if !errors.Is(err, sql.ErrNoRows) || errors.Is(err, ErrStaleFence) || !strings.Contains(err.Error(), "no such row") {
+			t.Errorf("Update(missing row) = %v; want a \"no such row\" error matching sql.ErrNoRows, not ErrStaleFence", err)
+		}
+	})
+
+	t.Run("NullFence", func(t *testing.T) {
+		err := SQLGuard{Table: "nullable"}.Update(ctx, db, 1, 1, "val = $1", "v")
+		if err == nil || errors.Is(err, ErrStaleFence) || !strings.Contains(err.Error(), "NOT NULL") {
+			t.Errorf("Update(NULL fence) = %v; want an error saying to make the column NOT NULL", err)
+		}
+	})
+
+	t.Run("IDNotUnique", func(t *testing.T) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		err = SQLGuard{Table: "dup"}.Update(ctx, tx, 1, 1, "val = $1", "v")
+		if err == nil || !strings.Contains(err.Error(), "must be unique") {
+			t.Errorf("Update(duplicate id) = %v; want an error saying id must be unique", err)
+		}
+	})
+
+	t.Run("BadSet", func(t *testing.T) {
+		err := SQLGuard{Table: "guarded"}.Update(ctx, db, "x", 1, "no_such_column = $1", "v")
+		if err == nil || errors.Is(err, ErrStaleFence) || !strings.Contains(err.Error(), "no_such_column") {
+			t.Errorf("Update(bad set) = %v; want the database's error", err)
+		}
+	})
+
+	t.Run("Rollback", func(t *testing.T) {
+		// The fenced update belongs to the caller's transaction.
+		g := SQLGuard{Table: "big"}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Update(ctx, tx, 1, 50, "val = $1", "rolled back"); err != nil {
+			t.Fatalf("Update in tx = %v", err)
+		}
+		tx.Rollback()
+		if err := g.Update(ctx, db, 1, 10, "val = $1", "after"); err != nil {
+			t.Errorf("Update(fence 10) after the fence-50 update was rolled back = %v; want nil", err)
+		}
+	})
+
+	t.Run("BigFences", func(t *testing.T) {
+		// numeric(20) holds every uint64; the database compares exactly.
+		g := SQLGuard{Table: "big"}
+		steps := []struct {
+			fence     uint64
+			wantStale bool
+		}{
+			{1<<53 + 1, false},
+			{1 << 53, true},
+			{math.MaxUint64 - 1, false},
+			{math.MaxUint64, false},
+			{math.MaxUint64 - 1, true},
+			{1<<63 + 1, true},
+		}
+		var highest uint64
+		for _, st := range steps {
+			err := g.Update(ctx, db, 1, st.fence, "val = $1", fmt.Sprint(st.fence))
+			op := fmt.Sprintf("Update(fence %d)", st.fence)
+			if st.wantStale {
+				assertStale(t, op, err, "big row id = 1", st.fence, highest)
+			} else {
+				if err != nil {
+					t.Errorf("%s = %v; want nil", op, err)
+				}
+				highest = st.fence
+			}
+		}
+		var v, f string
+		db.QueryRowContext(ctx, "SELECT val, fence FROM big WHERE id = 1").Scan(&v, &f)
+		if want := fmt.Sprint(uint64(math.MaxUint64)); v != want || f != want {
+			t.Errorf("row = %q, fence %s; want %s for both", v, f, want)
+		}
+	})
+}
