@@ -1,6 +1,7 @@
 // Package redlocktest starts independent Redis masters in Docker containers
-// for tests and examples of package redlock, in the spirit of
-// net/http/httptest.
+// and injects faults into them, for tests and examples of package redlock
+// and of code that runs critical sections under its locks, in the spirit
+// of net/http/httptest.
 //
 // A Cluster is n unrelated Redis servers (no replication, no Redis Cluster),
 // each in its own container with its port published on 127.0.0.1 only.
@@ -9,6 +10,45 @@
 // clients stay valid, and, unless Options.NoPersistence is set, keeps its
 // data, because every node runs with an append-only file fsynced on every
 // write.
+//
+// # Faults
+//
+// Faults of a node, seen by every client:
+//
+//   - [Cluster.Kill] (SIGKILL, a crash) and [Cluster.Stop] (clean
+//     shutdown), then [Cluster.Restart]: the node comes back with its data.
+//   - [Cluster.RestartEmpty]: the node comes back with no data (amnesia),
+//     the one way to show what a lost lock key or fencing counter does;
+//     a SIGKILL alone loses nothing, since the page cache survives it.
+//   - [Cluster.Pause] and [Cluster.Unpause] (docker pause): the node
+//     freezes; connections are accepted, nothing is answered.
+//   - [Cluster.ClockJump]: a key expires now on one node, which is what a
+//     forward jump of that node's clock does to Redis expiry.
+//   - [Cluster.ClientPause] (CLIENT PAUSE): commands stall for a while on a
+//     live node, so time passes for their sender, as when the lock holder
+//     itself is paused past its validity.
+//
+// Faults of one client's network path, seen by that client only: each
+// [Net] from [Cluster.NewNet] is a simulated client with its own TCP
+// proxy to every node (an embedded github.com/Shopify/toxiproxy/v2 proxy)
+// and its own go-redis clients through them. [Net.Down] refuses and cuts
+// connections, [Net.Blackhole] swallows every byte (a partition: no error,
+// no answer), [Net.Latency] delays replies, [Net.Heal] undoes them. Two
+// Nets on one Cluster are two clients on either side of a partition.
+//
+// A typical chaos test acquires a lock through the clients of a Net,
+// injects a fault partway through the lease, and checks what the holder
+// and the other clients observed:
+//
+//	c := redlocktest.Start(t, 5, nil)
+//	a, _ := c.NewNet("a")
+//	b, _ := c.NewNet("b")
+//	// lock with a.Clients(), then:
+//	a.Blackhole(0); a.Blackhole(1); a.Blackhole(2) // a loses its majority
+//	c.ClockJump(3, "lock-key")                     // and a node forgets early
+//	// lock with b.Clients() and check that a was told before b got it.
+//
+// # Images and cleanup
 //
 // The Redis image is never pulled implicitly: it must be present locally.
 // Run `make redis-image` (scripts/redis-image.sh) once to pull it or, where
@@ -27,10 +67,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -72,6 +115,7 @@ const (
 	dockerTimeout = 30 * time.Second // single Docker API calls
 	stopGrace     = 5 * time.Second  // SIGTERM to SIGKILL in Stop
 	reapGrace     = time.Minute      // slack before removing expired leftovers
+	armWait       = 10 * time.Second // for the expiry timer's stop signal
 	portAttempts  = 3
 )
 
@@ -114,6 +158,12 @@ type Cluster struct {
 	nodes    []*node
 	clients  []*redis.Client
 	deadline time.Time
+	repo     string   // image repository, for RestartEmpty
+	tag      string   // image tag
+	args     []string // redis-server arguments
+
+	netsMu sync.Mutex        // protects nets
+	nets   map[*Net]struct{} // open Nets, closed by Close
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -131,6 +181,7 @@ type node struct {
 	mu      sync.Mutex // serializes Docker operations on this node
 	id      string     // container ID; empty if never created
 	running bool
+	paused  bool // docker pause; implies running
 }
 
 // New starts n independent Redis masters, each in its own container with
@@ -194,6 +245,9 @@ func New(n int, opts *Options) (*Cluster, error) {
 		nodes:    make([]*node, n),
 		clients:  make([]*redis.Client, n),
 		deadline: time.Now().Add(o.Expire),
+		repo:     repo,
+		tag:      tag,
+		nets:     make(map[*Net]struct{}),
 		expCtx:   expCtx,
 		stopExp:  stopExp,
 	}
@@ -204,13 +258,14 @@ func New(n int, opts *Options) (*Cluster, error) {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	}
 	args = append(args, o.Args...)
+	c.args = args
 
 	prefix := "redlocktest-" + randomHex(4)
 	var g errgroup.Group
 	for i := range c.nodes {
 		nd := &node{index: i, name: fmt.Sprintf("%s-%d", prefix, i)}
 		c.nodes[i] = nd
-		g.Go(func() error { return c.create(nd, repo, tag, args) })
+		g.Go(func() error { return c.create(nd) })
 	}
 	if err := g.Wait(); err != nil {
 		c.Close()
@@ -324,8 +379,8 @@ func (c *Cluster) Restart(i int) error {
 	return nil
 }
 
-// FlushAll runs FLUSHALL on every running node (stopped and killed nodes
-// are skipped) and returns the errors joined. It fails after Close.
+// FlushAll runs FLUSHALL on every running node (stopped, killed and paused
+// nodes are skipped) and returns the errors joined. It fails after Close.
 func (c *Cluster) FlushAll(ctx context.Context) error {
 	if c.closed.Load() {
 		return errClosed
@@ -333,7 +388,7 @@ func (c *Cluster) FlushAll(ctx context.Context) error {
 	var errs []error
 	for _, nd := range c.nodes {
 		nd.mu.Lock()
-		running := nd.running
+		running := nd.running && !nd.paused
 		nd.mu.Unlock()
 		if !running {
 			continue
@@ -364,6 +419,17 @@ func (c *Cluster) close() error {
 		errs []error
 		wg   sync.WaitGroup
 	)
+	c.netsMu.Lock()
+	nets := make([]*Net, 0, len(c.nets))
+	for n := range c.nets {
+		nets = append(nets, n)
+	}
+	c.netsMu.Unlock()
+	for _, n := range nets {
+		if err := n.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, nd := range c.nodes {
 		if nd == nil {
 			continue
@@ -379,6 +445,7 @@ func (c *Cluster) close() error {
 				mu.Unlock()
 			}
 			nd.running = false
+			nd.paused = false
 			nd.id = ""
 		}()
 	}
@@ -397,45 +464,20 @@ func (c *Cluster) close() error {
 
 // create starts the container of nd, retrying with another port if the
 // chosen one was grabbed in between, and waits until it answers PING.
-func (c *Cluster) create(nd *node, repo, tag string, args []string) error {
+func (c *Cluster) create(nd *node) error {
 	var lastErr error
 	for attempt := 0; attempt < portAttempts; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return fmt.Errorf("redlocktest: node %d: finding a free port on 127.0.0.1: %w", nd.index, err)
 		}
-		res, err := c.pool.RunWithOptions(&dockertest.RunOptions{
-			Name:         nd.name,
-			Repository:   repo,
-			Tag:          tag,
-			Cmd:          args,
-			ExposedPorts: []string{redisPort},
-			PortBindings: map[dc.Port][]dc.PortBinding{
-				redisPort: {{HostIP: "127.0.0.1", HostPort: port}},
-			},
-			Labels: map[string]string{
-				labelKey:    "1",
-				labelExpiry: strconv.FormatInt(c.deadline.Unix(), 10),
-				labelNode:   strconv.Itoa(nd.index),
-				labelPID:    strconv.Itoa(os.Getpid()),
-			},
-		}, func(hc *dc.HostConfig) {
-			// dockertest sets PublishAllPorts, which would publish any
-			// other port the image exposes on 0.0.0.0.
-			hc.PublishAllPorts = false
-			hc.RestartPolicy = dc.NeverRestart()
-		})
-		if err != nil {
-			// A failed start leaves the created container behind.
-			_ = c.pool.RemoveContainerByName(nd.name)
+		if err := c.run(nd, port); err != nil {
 			if portTaken(err) {
 				lastErr = err
 				continue
 			}
 			return fmt.Errorf("redlocktest: node %d: starting container: %w", nd.index, err)
 		}
-		nd.id = res.Container.ID
-		nd.running = true
 		nd.addr = net.JoinHostPort("127.0.0.1", port)
 		nd.client = newClient(nd.addr)
 		if err := c.waitReady(nd); err != nil {
@@ -444,6 +486,42 @@ func (c *Cluster) create(nd *node, repo, tag string, args []string) error {
 		return nil
 	}
 	return fmt.Errorf("redlocktest: node %d: no free port on 127.0.0.1 after %d attempts: %w", nd.index, portAttempts, lastErr)
+}
+
+// run creates and starts a fresh container for nd, named nd.name, with
+// Redis published on 127.0.0.1:port. It does not wait for PING. On failure
+// no container is left behind.
+func (c *Cluster) run(nd *node, port string) error {
+	res, err := c.pool.RunWithOptions(&dockertest.RunOptions{
+		Name:         nd.name,
+		Repository:   c.repo,
+		Tag:          c.tag,
+		Cmd:          c.args,
+		ExposedPorts: []string{redisPort},
+		PortBindings: map[dc.Port][]dc.PortBinding{
+			redisPort: {{HostIP: "127.0.0.1", HostPort: port}},
+		},
+		Labels: map[string]string{
+			labelKey:    "1",
+			labelExpiry: strconv.FormatInt(c.deadline.Unix(), 10),
+			labelNode:   strconv.Itoa(nd.index),
+			labelPID:    strconv.Itoa(os.Getpid()),
+		},
+	}, func(hc *dc.HostConfig) {
+		// dockertest sets PublishAllPorts, which would publish any
+		// other port the image exposes on 0.0.0.0.
+		hc.PublishAllPorts = false
+		hc.RestartPolicy = dc.NeverRestart()
+	})
+	if err != nil {
+		// A failed start leaves the created container behind.
+		_ = c.pool.RemoveContainerByName(nd.name)
+		return err
+	}
+	nd.id = res.Container.ID
+	nd.running = true
+	nd.paused = false
+	return nil
 }
 
 func newClient(addr string) *redis.Client {
@@ -520,8 +598,28 @@ func (c *Cluster) halt(i int, sig dc.Signal) error {
 	if !nd.running {
 		return nil
 	}
-	if err := c.signal(nd, sig); err != nil {
+	if err := c.haltLocked(nd, sig); err != nil {
 		return fmt.Errorf("redlocktest: %s(%d): %w", op, i, err)
+	}
+	return nil
+}
+
+// haltLocked does the work of halt; nd.mu must be held and nd running.
+func (c *Cluster) haltLocked(nd *node, sig dc.Signal) error {
+	if nd.paused && sig != dc.SIGKILL {
+		// A frozen process cannot handle SIGTERM: thaw it first.
+		if err := c.unpause(nd); err != nil {
+			return err
+		}
+	}
+	if err := c.signal(nd, sig); err != nil {
+		return err
+	}
+	if nd.paused {
+		// Docker thaws a paused container after sending it SIGKILL;
+		// other engines may not. The kill is already pending, so the
+		// node cannot answer anything in between.
+		_ = c.unpause(nd)
 	}
 	wait := dockerTimeout
 	if sig != dc.SIGKILL {
@@ -534,9 +632,10 @@ func (c *Cluster) halt(i int, sig dc.Signal) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("redlocktest: %s(%d): waiting for the container to exit: %w", op, i, err)
+		return fmt.Errorf("waiting for the container to exit: %w", err)
 	}
 	nd.running = false
+	nd.paused = false
 	return nil
 }
 
@@ -563,6 +662,10 @@ func (c *Cluster) remove(nd *node) error {
 	if nd.id == "" {
 		return nil
 	}
+	if nd.paused {
+		// Some engines cannot kill a frozen container cleanly.
+		_ = c.unpause(nd)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
 	defer cancel()
 	err := c.pool.Client.RemoveContainer(dc.RemoveContainerOptions{
@@ -581,16 +684,68 @@ func (c *Cluster) remove(nd *node) error {
 // early when the container exits (Stop, Kill, Close), so Restart re-arms
 // it. This is dockertest's Resource.Expire, but with a goroutine that Close
 // can cancel and wait for, so that no goroutine outlives the Cluster.
+//
+// arm returns once the daemon has sent the container that stop signal:
+// Docker thaws a paused container when it sends it its stop signal, so a
+// request still in flight would undo a Pause that follows.
 func (c *Cluster) arm(id string) {
 	secs := math.Ceil(time.Until(c.deadline).Seconds())
 	if secs < 1 {
 		secs = 1
 	}
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(c.expCtx, armWait)
+	defer cancel()
 	c.expWG.Add(1)
 	go func() {
 		defer c.expWG.Done()
+		defer cancel() // the container has exited: no signal to wait for
 		_ = c.pool.Client.StopContainerWithContext(id, uint(secs), c.expCtx)
 	}()
+	c.waitKillEvent(ctx, id, since)
+}
+
+// waitKillEvent waits until the Docker daemon reports a "kill" event (a
+// signal sent) for container id at or after since, or ctx ends. It is best
+// effort: errors end the wait.
+func (c *Cluster) waitKillEvent(ctx context.Context, id string, since time.Time) {
+	filters, _ := json.Marshal(map[string][]string{
+		"type":      {"container"},
+		"container": {id},
+		"event":     {"kill"},
+	})
+	q := url.Values{}
+	q.Set("since", fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()))
+	q.Set("filters", string(filters))
+	base := c.pool.Client.Endpoint()
+	if strings.HasPrefix(base, "unix://") {
+		base = "http://unix.sock" // the client's transport dials the socket
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/events?"+q.Encode(), nil)
+	if err != nil {
+		return
+	}
+	resp, err := c.pool.Client.HTTPClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Action string
+			Actor  struct{ ID string }
+		}
+		if err := dec.Decode(&ev); err != nil {
+			return
+		}
+		if ev.Action == "kill" && ev.Actor.ID == id {
+			return
+		}
+	}
 }
 
 // reapExpired removes, best effort, redlocktest containers whose lifetime

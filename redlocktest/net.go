@@ -1,0 +1,365 @@
+package redlocktest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/rs/zerolog"
+)
+
+// netDialTimeout is the DialTimeout of the clients returned by
+// Net.Clients.
+const netDialTimeout = time.Second
+
+// Net is one simulated client's own network path to every node of a
+// Cluster: a TCP proxy per node, listening on a free port of 127.0.0.1 in
+// this process (an embedded github.com/Shopify/toxiproxy/v2 proxy, no
+// toxiproxy server or HTTP API). Faults injected on a Net (Down, Blackhole,
+// Latency) affect only the connections of that Net, so two Nets on the
+// same Cluster simulate two clients on either side of a partition, while
+// the faults of the Cluster (Kill, Pause, ...) affect every client.
+//
+// A Net is created by Cluster.NewNet and closed by Close or by
+// Cluster.Close. Its methods are safe for concurrent use; fault changes
+// on the same Net are serialized. Node indexes run from 0 to Len()-1 of
+// the Cluster; the methods taking an index panic if it is out of range.
+type Net struct {
+	c       *Cluster
+	name    string
+	server  *toxiproxy.ApiServer // logger and metrics of the proxies
+	addrs   []string             // proxy addresses; fixed
+	clients []*redis.Client
+
+	mu     sync.Mutex // protects links and closed; serializes fault changes
+	links  []*link
+	closed bool
+}
+
+// link is the proxy of one node and the faults injected on it.
+type link struct {
+	name     string
+	addr     string // the proxy's address; fixed
+	upstream string // the node's address
+	proxy    *toxiproxy.Proxy
+	down     bool          // proxy stopped
+	hole     bool          // timeout toxics installed (possibly only one)
+	latency  time.Duration // 0: no latency toxic
+}
+
+// NewNet starts one proxy per node on free ports of 127.0.0.1, each
+// forwarding to the node's address, and one go-redis client per node
+// through them. name identifies the simulated client (Name, proxy names)
+// and must not be empty; it need not be unique. The proxies keep
+// forwarding to the same address across Stop, Kill, Restart and
+// RestartEmpty of the node.
+//
+// The Net is closed by Net.Close or, at the latest, by Cluster.Close.
+// NewNet fails after Close.
+func (c *Cluster) NewNet(name string) (*Net, error) {
+	if name == "" {
+		return nil, errors.New("redlocktest: NewNet: empty name; name the simulated client, e.g. \"client-1\"")
+	}
+	if c.closed.Load() {
+		return nil, errClosed
+	}
+	n := &Net{
+		c:      c,
+		name:   name,
+		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+	}
+	for i, nd := range c.nodes {
+		l := &link{name: fmt.Sprintf("%s-%d", name, i), upstream: nd.addr}
+		l.proxy = toxiproxy.NewProxy(n.server, l.name, "127.0.0.1:0", l.upstream)
+		if err := l.proxy.Start(); err != nil {
+			n.stopProxies()
+			return nil, fmt.Errorf("redlocktest: NewNet(%q): starting the proxy for node %d: %w", name, i, err)
+		}
+		l.addr = l.proxy.Listen // with the port chosen by the kernel
+		n.links = append(n.links, l)
+		n.addrs = append(n.addrs, l.addr)
+	}
+	for _, addr := range n.addrs {
+		n.clients = append(n.clients, redis.NewClient(&redis.Options{
+			Addr:                     addr,
+			MaxRetries:               -1,
+			DialTimeout:              netDialTimeout,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		}))
+	}
+
+	c.netsMu.Lock()
+	defer c.netsMu.Unlock()
+	if c.closed.Load() { // Close has already collected the open Nets
+		n.closeLocked()
+		return nil, errClosed
+	}
+	c.nets[n] = struct{}{}
+	return n, nil
+}
+
+// Name returns the name given to NewNet.
+func (n *Net) Name() string { return n.name }
+
+// Addr returns the address of the proxy for node i, "127.0.0.1:PORT". It
+// is fixed for the life of the Net, across faults and Heal.
+func (n *Net) Addr(i int) string { return n.addrs[i] }
+
+// Clients returns one go-redis client per node, in node order, connected
+// through the proxies, as a new slice. The clients are created by NewNet,
+// shared by all callers, safe for concurrent use, and closed by Close, so
+// callers must not close them.
+//
+// They use the go-redis defaults (a 5s read and write timeout in
+// particular) except: MaxRetries is -1, so a command that fails is not
+// sent again; DialTimeout is 1s; maintenance
+// notifications are off. ContextTimeoutEnabled is left false, as in most
+// applications: a context deadline does not interrupt a command waiting
+// for its reply, so code under test must bound each node call itself.
+//
+// What a command sees under each fault: Down, a "connection refused"
+// error after the dialer's retries (about 0.5s); Blackhole, no answer
+// until the 5s read timeout; Latency, a reply d late; a killed or stopped
+// node, the connection closed by the proxy (EOF or "connection reset",
+// not "connection refused": the proxy itself still accepts).
+func (n *Net) Clients() []redis.UniversalClient {
+	clients := make([]redis.UniversalClient, len(n.clients))
+	for i, cl := range n.clients {
+		clients[i] = cl
+	}
+	return clients
+}
+
+// Down cuts the path to node i: the proxy stops listening, so new
+// connections are refused, and its open connections are closed. Heal
+// restores it. Down on a node that is down does nothing. Down fails after
+// Close.
+func (n *Net) Down(i int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return n.errClosed()
+	}
+	n.links[i].stop()
+	return nil
+}
+
+// Blackhole makes node i unreachable the way a partition does: new
+// connections are still accepted and open ones stay open, but every byte
+// in either direction is dropped, so commands get no answer and no error
+// until the client's own timeout. (A toxiproxy "timeout" toxic with
+// timeout 0 on the upstream and the downstream.) Heal restores the path;
+// it closes the connections opened through the blackhole, whose lost bytes
+// would leave them out of step. Blackhole on a blackholed node does
+// nothing. Blackhole fails after Close.
+func (n *Net) Blackhole(i int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return n.errClosed()
+	}
+	l := n.links[i]
+	if l.hole {
+		return nil
+	}
+	l.hole = true // even if only one direction gets it: Heal then replaces the proxy
+	// Downstream first: no reply gets through once the upstream drops.
+	for _, stream := range []string{"downstream", "upstream"} {
+		if err := addToxic(l.proxy, toxic{
+			Name:       "blackhole_" + stream,
+			Type:       "timeout",
+			Stream:     stream,
+			Toxicity:   1,
+			Attributes: map[string]int64{"timeout": 0},
+		}); err != nil {
+			return fmt.Errorf("redlocktest: Blackhole(%d): %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Latency delays every reply from node i by d, rounded up to whole
+// milliseconds (a toxiproxy "latency" toxic on the downstream only): each
+// round trip, including the handshake of a new connection, takes d
+// longer. Requests are not delayed, so the node executes a command as soon
+// as it is sent; only the answer is late. Latency on a node that already
+// has a latency sets the new one; d == 0 removes it (Heal does too). It
+// works on open connections and keeps them open. Latency fails if d < 0
+// and after Close.
+func (n *Net) Latency(i int, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("redlocktest: Latency(%d, %v): negative latency", i, d)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return n.errClosed()
+	}
+	l := n.links[i]
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	const name = latencyToxic
+	var err error
+	switch {
+	case l.latency == 0 && ms == 0:
+	case l.latency == 0:
+		err = addToxic(l.proxy, toxic{
+			Name:       name,
+			Type:       "latency",
+			Stream:     "downstream",
+			Toxicity:   1,
+			Attributes: map[string]int64{"latency": ms},
+		})
+	case ms == 0:
+		err = l.proxy.Toxics.RemoveToxic(context.Background(), name)
+	default:
+		b, _ := json.Marshal(toxic{Toxicity: 1, Attributes: map[string]int64{"latency": ms}})
+		_, err = l.proxy.Toxics.UpdateToxicJson(name, bytes.NewReader(b))
+	}
+	if err != nil {
+		return fmt.Errorf("redlocktest: Latency(%d, %v): %w", i, d, err)
+	}
+	l.latency = time.Duration(ms) * time.Millisecond
+	return nil
+}
+
+// Heal removes every fault of this Net on node i. After Down or
+// Blackhole, the proxy is restarted on the same address, and the
+// connections opened before Heal are closed (commands waiting on them fail
+// at once), so clients reconnect. After Latency only, the latency is
+// removed and the connections stay open. Heal on a healthy path does
+// nothing. It fails if another process took the proxy's port while it was
+// down (create a new Net then) and after Close.
+func (n *Net) Heal(i int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return n.errClosed()
+	}
+	if err := n.heal(n.links[i]); err != nil {
+		return fmt.Errorf("redlocktest: Heal(%d): %w", i, err)
+	}
+	return nil
+}
+
+// HealAll is Heal on every node; it returns the errors joined.
+func (n *Net) HealAll() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return n.errClosed()
+	}
+	var errs []error
+	for i, l := range n.links {
+		if err := n.heal(l); err != nil {
+			errs = append(errs, fmt.Errorf("redlocktest: HealAll: node %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// heal does the work of Heal; n.mu must be held.
+func (n *Net) heal(l *link) error {
+	switch {
+	case l.down || l.hole:
+		// Removing a timeout toxic from live connections can strand
+		// toxiproxy's goroutines, and the connections have lost bytes
+		// anyway: stop the proxy, which closes them, and start a fresh
+		// one, without toxics, on the same address.
+		l.stop()
+		l.hole, l.latency = false, 0
+		l.proxy = toxiproxy.NewProxy(n.server, l.name, l.addr, l.upstream)
+		if err := l.proxy.Start(); err != nil {
+			return fmt.Errorf("cannot listen on %s again (has another process taken the port? create a new Net): %w", l.addr, err)
+		}
+		l.down = false
+	case l.latency > 0:
+		l.proxy.Toxics.ResetToxics(context.Background())
+		l.latency = 0
+	}
+	return nil
+}
+
+// Close closes the clients and the proxies with all their connections.
+// Calling Close more than once is safe; later calls return nil. After
+// Close the fault methods fail; Name and Addr still work.
+func (n *Net) Close() error {
+	n.c.netsMu.Lock()
+	delete(n.c.nets, n)
+	n.c.netsMu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil
+	}
+	return n.closeLocked()
+}
+
+// closeLocked closes n; n.mu must be held or n unpublished.
+func (n *Net) closeLocked() error {
+	n.closed = true
+	var errs []error
+	for i, cl := range n.clients {
+		if err := cl.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			errs = append(errs, fmt.Errorf("redlocktest: Net %q: closing the client of node %d: %w", n.name, i, err))
+		}
+	}
+	n.stopProxies()
+	return errors.Join(errs...)
+}
+
+// stopProxies stops every running proxy, closing its connections.
+// toxiproxy's per-connection goroutines end as soon as they see the
+// connections closed.
+func (n *Net) stopProxies() {
+	for _, l := range n.links {
+		l.stop()
+	}
+}
+
+// stop stops the proxy of l, closing its connections, if it is running.
+func (l *link) stop() {
+	if l.down {
+		return
+	}
+	if l.latency > 0 {
+		// A latency toxic holding replies when its connection closes
+		// may wait forever to deliver them; removing it first flushes
+		// them.
+		_ = l.proxy.Toxics.RemoveToxic(context.Background(), latencyToxic)
+		l.latency = 0
+	}
+	l.proxy.Stop()
+	l.down = true
+}
+
+func (n *Net) errClosed() error {
+	return fmt.Errorf("redlocktest: Net %q is closed; create a new one with Cluster.NewNet", n.name)
+}
+
+// latencyToxic is the name of the toxic installed by Net.Latency.
+const latencyToxic = "latency_downstream"
+
+// toxic is the JSON form of a toxiproxy toxic.
+type toxic struct {
+	Name       string           `json:"name,omitempty"`
+	Type       string           `json:"type,omitempty"`
+	Stream     string           `json:"stream,omitempty"`
+	Toxicity   float32          `json:"toxicity"`
+	Attributes map[string]int64 `json:"attributes"`
+}
+
+func addToxic(p *toxiproxy.Proxy, t toxic) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = p.Toxics.AddToxicJson(bytes.NewReader(b))
+	return err
+}
