@@ -1,0 +1,60 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestWaitFlag(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    waitFlag
+		wantErr bool
+	}{
+		{"forever", waitFlag{forever: true}, false},
+		{"0", waitFlag{}, false},
+		{"0s", waitFlag{}, false},
+		{"10", waitFlag{d: 10 * time.Second}, false},
+		{"1m30s", waitFlag{d: 90 * time.Second}, false},
+		{"-1s", waitFlag{}, true},
+		{"soon", waitFlag{}, true},
+	}
+	for _, tt := range tests {
+		var w waitFlag
+		err := w.Set(tt.in)
+		if (err != nil) != tt.wantErr || (err == nil && w != tt.want) {
+			t.Errorf("Set(%q) = %+v, %v; want %+v, error %v", tt.in, w, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestMaskURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"redis://127.0.0.1:6379", "redis://127.0.0.1:6379"},
+		{"redis://alice:secret@host:6379/2", "redis://alice:xxx@host:6379/2"},
+		{"rediss://:secret@host:6380", "rediss://:xxx@host:6380"},
+		{"redis://alice@host:6379", "redis://alice@host:6379"},
+	}
+	for _, tt := range tests {
+		if got := maskURL(tt.in); got != tt.want {
+			t.Errorf("maskURL(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestNodeTimeoutDefault(t *testing.T) {
+	tests := []struct {
+		flag, ttl, want time.Duration
+	}{
+		{0, time.Second, 100 * time.Millisecond},
+		{0, 10 * time.Second, 200 * time.Millisecond},
+		{0, time.Minute, 500 * time.Millisecond},
+		{30 * time.Millisecond, time.Minute, 30 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		n := nodeFlags{nodeTimeout: tt.flag}
+		if got := n.timeoutFor(tt.ttl); got != tt.want {
+			t.Errorf("timeoutFor(%v) with --node-timeout %v = %v; want %v", tt.ttl, tt.flag, got, tt.want)
+		}
+	}
+}
