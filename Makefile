@@ -8,7 +8,11 @@ export REDLOCK_REDIS_IMAGE ?= redis:7
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
+.PHONY: demo test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
+
+## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
+demo: redis-image
+	$(GO) run ./cmd/redlock demo $(DEMO_FLAGS)
 
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 test: redis-image postgres lint
