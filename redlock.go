@@ -247,7 +247,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	cl := &claim{leaveTurn: leave}
 	l, err := c.acquire(ctx, cl, name, key, fenceKey, token, ttl, &o)
 	if err != nil {
-		c.releaseNodes(ctx, key, token, false, cl.abandon())
+		c.releaseNodes(ctx, key, token, false, cl.abandon(), nil)
 		leave()
 		return nil, err
 	}
@@ -447,7 +447,7 @@ func (c *Client) try(ctx context.Context, cl *claim, name, key, fenceKey, token 
 		func(g grant, err error) bool { return err == nil && g.ok },
 		func(rp reply[grant]) {
 			if rp.err == nil && rp.val.ok && cl.lateGrant(rp.node) {
-				c.releaseNodes(ctx, key, token, false, []int{rp.node})
+				c.releaseNodes(ctx, key, token, false, []int{rp.node}, nil)
 			}
 		})
 
@@ -509,7 +509,7 @@ func (c *Client) try(ctx context.Context, cl *claim, name, key, fenceKey, token 
 		}
 	}
 	mine = append(mine, cl.drain()...)
-	c.releaseNodes(ctx, key, token, false, mine)
+	c.releaseNodes(ctx, key, token, false, mine, nil)
 	return nil, qerr
 }
 
@@ -535,13 +535,21 @@ func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused 
 }
 
 // releaseNodes runs the compare-and-delete on the given nodes, bounded by
-// the per-node timeout, under a context that outlives a cancelled caller: a
-// dead context must not keep us from cleaning up. Only the release of a lock
-// that was held notifies the waiters: cleaning up a failed attempt frees
-// nothing anyone waits for, and waking them all for it would start a storm
-// of attempts.
-func (c *Client) releaseNodes(ctx context.Context, key, token string, notify bool, which []int) *round[int64] {
+// the per-node timeout. Only the release of a lock that was held notifies
+// the waiters: cleaning up a failed attempt frees nothing anyone waits for,
+// and waking them all for it would start a storm of attempts.
+//
+// With handoff nil it waits for every node, or the timeout, under a context
+// that outlives a cancelled caller: a dead context must not keep us from
+// cleaning up. With handoff set (Release), handoff is called as soon as a
+// quorum of nodes confirmed, so that a dead or slow minority does not delay
+// the next local holder; the other answers are then awaited, until the
+// per-node timeout or ctx ends, only to report them.
+func (c *Client) releaseNodes(ctx context.Context, key, token string, notify bool, which []int, handoff func()) *round[int64] {
 	if len(which) == 0 {
+		if handoff != nil {
+			handoff()
+		}
 		return nil
 	}
 	set := make([]bool, len(c.nodes))
@@ -552,15 +560,42 @@ func (c *Client) releaseNodes(ctx context.Context, key, token string, notify boo
 	if notify {
 		ch = c.releaseChannel(key)
 	}
-	return fanout(context.WithoutCancel(ctx), len(c.nodes), 0, c.opts.NodeTimeout,
-		func(ctx context.Context, i int) (int64, error) {
-			if !set[i] {
-				return 0, nil
-			}
-			return releaseScript.Run(ctx, c.nodes[i].client, []string{key}, token, ch).Int64()
-		},
-		func(v int64, err error) bool { return err == nil },
-		nil)
+	call := func(ctx context.Context, i int) (int64, error) {
+		if !set[i] {
+			return 0, nil
+		}
+		return releaseScript.Run(ctx, c.nodes[i].client, []string{key}, token, ch).Int64()
+	}
+	accept := func(v int64, err error) bool { return err == nil }
+	if handoff == nil {
+		return fanout(context.WithoutCancel(ctx), len(c.nodes), 0, c.opts.NodeTimeout, call, accept, nil)
+	}
+	start := time.Now()
+	late := make(chan reply[int64], len(c.nodes)) // one send per node at most
+	r := fanout(ctx, len(c.nodes), c.quorum, c.opts.NodeTimeout, call, accept, func(rp reply[int64]) { late <- rp })
+	handoff()
+	pending := 0
+	for _, a := range r.answered {
+		if !a {
+			pending++
+		}
+	}
+	if pending == 0 {
+		return r
+	}
+	t := time.NewTimer(c.opts.NodeTimeout - time.Since(start))
+	defer t.Stop()
+	for ; pending > 0; pending-- {
+		select {
+		case rp := <-late:
+			r.replies[rp.node], r.answered[rp.node] = rp, true
+		case <-t.C:
+			return r
+		case <-ctx.Done():
+			return r
+		}
+	}
+	return r
 }
 
 // Lock is one acquisition of a named lock: its token, fence and lease. Its
@@ -724,7 +759,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.mu.Unlock()
 		// The deadline passed while the extend was on its way: the lease
 		// had a gap, so it stays lost.
-		c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)))
+		c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)), nil)
 		return l.Err()
 	}
 	qerr := &QuorumError{Op: "extend", Name: l.name, Quorum: c.quorum, Agreed: r.ok, Validity: v,
@@ -735,7 +770,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 			return notOursError{}
 		}), Err: ctx.Err(), sentinel: ErrLost}
 	if l.end(ErrLost, 0) {
-		c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)))
+		c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)), nil)
 	}
 	return qerr
 }
@@ -762,8 +797,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		<-l.watchDone
 	}
 	c := l.c
-	r := c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)))
-	l.claim.leaveTurn()
+	r := c.releaseNodes(ctx, l.key, l.token, true, allNodes(len(c.nodes)), l.claim.leaveTurn)
 	var errs []error
 	if err := l.Err(); errors.Is(err, ErrLost) {
 		errs = append(errs, fmt.Errorf("redlock: %q was lost before Release: %w", l.name, ErrLost))

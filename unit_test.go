@@ -604,6 +604,7 @@ func TestLocalWaitersQueueInsteadOfContending(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the holder's own grants are all in
 		before := fakes[0].count("acquire")
 		got := make(chan *Lock)
 		go func() {
@@ -689,4 +690,44 @@ func TestLeadsSplit(t *testing.T) {
 			t.Errorf("%s: leadsSplit(%q, %d, %q, %d) = %v; want %v", tc.name, "m", tc.mine, tc.holders, tc.quorum, got, tc.want)
 		}
 	}
+}
+
+func TestLocalHandoffNotDelayedByDeadNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fakes := newFakeClient(t, 3, &Options{NodeTimeout: 100 * time.Millisecond})
+		holder, err := c.Acquire(t.Context(), "h", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		hang := make(chan struct{})
+		defer close(hang)
+		fakes[2].set(func(f *fakeNode) { f.hang = hang }) // node 2 stops answering
+		got := make(chan time.Time, 1)
+		go func() {
+			l, err := c.Acquire(context.Background(), "h", time.Minute, nil)
+			if err == nil {
+				got <- time.Now()
+				l.Release(context.Background())
+			}
+			close(got)
+		}()
+		synctest.Wait() // the waiter is queued behind the holder
+		start := time.Now()
+		err = holder.Release(t.Context())
+		if released := time.Since(start); released != 100*time.Millisecond {
+			t.Errorf("Release returned after %v; want the 100ms node timeout, waiting to report node 2", released)
+		}
+		var ne *NodeError
+		if !errors.As(err, &ne) || ne.Node != 2 {
+			t.Errorf("Release = %v; want node 2's silence reported", err)
+		}
+		at, ok := <-got
+		if !ok {
+			t.Fatal("the local waiter did not get the lock")
+		}
+		if d := at.Sub(start); d != 0 {
+			t.Errorf("the local waiter got the lock %v after Release began; want at once, when a quorum had deleted", d)
+		}
+	})
 }
