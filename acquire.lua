@@ -2,7 +2,7 @@
 -- KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] "1" to increment the fence counter
 -- Returns {1, fence} when the key now holds our token (fence is 0 when
--- fencing is off), {0, pttl, holder token} when another token holds it.
+-- fencing is off), {0, pttl} when another token holds it.
 -- Checks come first so that an error leaves both keys untouched.
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'string' then
@@ -21,7 +21,7 @@ elseif cur == ARGV[1] then
   -- Our own token: a retry after a lost reply. Refresh and succeed.
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 else
-  return {0, redis.call('PTTL', KEYS[1]), cur}
+  return {0, redis.call('PTTL', KEYS[1])}
 end
 if ARGV[3] == '1' then
   return {1, redis.call('INCR', KEYS[2])}

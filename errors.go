@@ -79,8 +79,7 @@ type QuorumError struct {
 	Nodes    []error       // per node, in node order: nil where the node agreed
 	Err      error         // the caller's context error, if it ended the wait
 
-	sentinel   error
-	leadsSplit bool // acquire: a split vote that this attempt should retry first
+	sentinel error
 }
 
 func (e *QuorumError) Error() string {

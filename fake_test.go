@@ -87,7 +87,7 @@ func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args 
 			f.kv[key] = token
 			f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
 		default:
-			return redis.NewCmdResult([]any{int64(0), time.Until(f.expiry[key]).Milliseconds(), cur}, nil)
+			return redis.NewCmdResult([]any{int64(0), time.Until(f.expiry[key]).Milliseconds()}, nil)
 		}
 		if str(2) != "1" {
 			return redis.NewCmdResult([]any{int64(1), int64(0)}, nil)

@@ -277,9 +277,6 @@ func (c *Client) acquire(ctx context.Context, cl *claim, name, key, fenceKey, to
 		if !ok {
 			return nil, qerr
 		}
-		if qerr.leadsSplit {
-			delay = jitter(wakeSpread) // the others back off; see leadsSplit
-		}
 		if wake == nil {
 			// Contended: from now on a release of this name wakes us.
 			var cancel func()
@@ -380,13 +377,11 @@ func (cl *claim) abandon() []int {
 
 // grant is one node's answer to the acquire script.
 type grant struct {
-	ok     bool
-	value  int64  // fence counter when ok, the holder's PTTL in ms when not
-	holder string // the holder's token when not ok
+	ok    bool
+	value int64 // fence counter when ok, the holder's PTTL in ms when not
 }
 
-// parseGrant reads the acquire script's reply: {1, fence} or
-// {0, pttl, holder}.
+// parseGrant reads the acquire script's reply: {1, fence} or {0, pttl}.
 func parseGrant(v []any) (grant, error) {
 	var g grant
 	if len(v) < 2 {
@@ -398,33 +393,7 @@ func parseGrant(v []any) (grant, error) {
 		return g, fmt.Errorf("unexpected reply %v from the acquire script", v)
 	}
 	g.ok, g.value = status == 1, value
-	if len(v) > 2 {
-		g.holder, _ = v[2].(string)
-	}
 	return g, nil
-}
-
-// leadsSplit reports whether, after a failed attempt in which we held
-// mine nodes and the other answers named holders, we should retry at
-// once: no other token holds a quorum (a split vote, not a real holder),
-// and we hold the most nodes, the smallest token breaking ties. Everyone in
-// the split makes the same choice from the same answers, so one contender
-// retries quickly and the others back off, instead of all of them sleeping
-// through a full retry delay or colliding again.
-func leadsSplit(token string, mine int, holders []string, quorum int) bool {
-	count := map[string]int{}
-	for _, h := range holders {
-		count[h]++
-	}
-	for h, n := range count {
-		if n >= quorum {
-			return false // a real holder
-		}
-		if n > mine || (n == mine && h < token) {
-			return false
-		}
-	}
-	return mine > 0
 }
 
 // try makes one acquisition attempt.
@@ -460,13 +429,6 @@ func (c *Client) try(ctx context.Context, cl *claim, name, key, fenceKey, token 
 		}), sentinel: ErrNotAcquired}
 	v := validity(ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
 	qerr.Validity = v
-	var holders []string
-	for i, rp := range r.replies {
-		if r.answered[i] && rp.err == nil && !rp.val.ok {
-			holders = append(holders, rp.val.holder)
-		}
-	}
-	qerr.leadsSplit = r.ok < c.quorum && leadsSplit(token, r.ok, holders, c.quorum)
 
 	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64

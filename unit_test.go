@@ -670,28 +670,6 @@ func TestQueuedWaiterGivesUpWithContext(t *testing.T) {
 	})
 }
 
-func TestLeadsSplit(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		mine    int
-		holders []string
-		quorum  int
-		want    bool
-	}{
-		{"most nodes", 2, []string{"a", "b", "c"}, 3, true},
-		{"another has more", 1, []string{"a", "a", "b", "c"}, 3, false},
-		{"tie, smaller token wins", 2, []string{"a", "a", "c"}, 3, false}, // "a" < "m"
-		{"tie, ours is smaller", 2, []string{"z", "z", "c"}, 3, true},
-		{"a real holder", 2, []string{"z", "z", "z"}, 3, false},
-		{"nothing granted", 0, []string{"z", "y", "x"}, 3, false},
-		{"single node lock held", 0, []string{"z"}, 1, false},
-	} {
-		if got := leadsSplit("m", tc.mine, tc.holders, tc.quorum); got != tc.want {
-			t.Errorf("%s: leadsSplit(%q, %d, %q, %d) = %v; want %v", tc.name, "m", tc.mine, tc.holders, tc.quorum, got, tc.want)
-		}
-	}
-}
-
 func TestLocalHandoffNotDelayedByDeadNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fakes := newFakeClient(t, 3, &Options{NodeTimeout: 100 * time.Millisecond})
