@@ -8,7 +8,10 @@ export REDLOCK_REDIS_IMAGE ?= redis:7
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
+CHAOS_DURATION ?= 10m
+CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
+
+.PHONY: demo chaos test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
 
 ## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
 demo: redis-image
@@ -16,7 +19,16 @@ demo: redis-image
 
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 test: redis-image postgres lint
-	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
+	@rm -f $(CHAOS_REPORT)
+	@REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./...; \
+	  status=$$?; [ -f $(CHAOS_REPORT) ] && cat $(CHAOS_REPORT); exit $$status
+
+## chaos: the long soak (10 clients, random faults, a fenced counter) for CHAOS_DURATION (default 10m), then its table
+chaos: redis-image
+	@rm -f $(CHAOS_REPORT)
+	@REDLOCK_CHAOS_DURATION=$(CHAOS_DURATION) REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) \
+	  $(GO) test -run '^TestChaosSoak$$' -count=1 -timeout 3h -v . ; \
+	  status=$$?; [ -f $(CHAOS_REPORT) ] && cat $(CHAOS_REPORT); exit $$status
 
 ## lint: gofmt, go vet, staticcheck
 lint: fmt-check vet staticcheck
