@@ -8,8 +8,10 @@ export REDLOCK_REDIS_IMAGE ?= redis:7
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+SHELL          := /bin/bash
 CHAOS_DURATION ?= 10m
 CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
+TEST_LOG       := $(CURDIR)/.test.log
 
 .PHONY: demo chaos test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
 
@@ -18,10 +20,14 @@ demo: redis-image
 	$(GO) run ./cmd/redlock demo $(DEMO_FLAGS)
 
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
+# The chaos summary table is printed after the tests, then go test's
+# package lines again, so that the run still ends with the test results.
 test: redis-image postgres lint
 	@rm -f $(CHAOS_REPORT)
-	@REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./...; \
-	  status=$$?; [ -f $(CHAOS_REPORT) ] && cat $(CHAOS_REPORT); exit $$status
+	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
+	  status=$$?; \
+	  if [ -f $(CHAOS_REPORT) ]; then echo; cat $(CHAOS_REPORT); echo; grep -E '^(ok|FAIL|---)' $(TEST_LOG); fi; \
+	  exit $$status
 
 ## chaos: the long soak (10 clients, random faults, a fenced counter) for CHAOS_DURATION (default 10m), then its table
 chaos: redis-image
