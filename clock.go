@@ -5,7 +5,8 @@ import "time"
 // clock is the monotonic time source the lock measures elapsed time and
 // deadlines with. time.Now carries a monotonic reading, so differences of its
 // values are immune to wall-clock jumps on this machine; that is what makes
-// the local deadline honest. Tests swap it for a fake.
+// the local deadline honest. The timing tests run under testing/synctest,
+// whose fake clock drives time.Now and timers, so realClock serves them too.
 type clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine after d, unless stopped first.

@@ -56,8 +56,6 @@ type Options struct {
 	// KeyPrefix+"{"+name+"}:fence": the braces are a Redis Cluster hash tag,
 	// so both keys live in one slot. Default "redlock:".
 	KeyPrefix string
-
-	clock clock // tests only; default realClock
 }
 
 // AcquireOptions configures one [Client.Acquire]. A nil *AcquireOptions
@@ -142,10 +140,7 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = DefaultKeyPrefix
 	}
-	c := &Client{nodes: nodes, quorum: len(nodes)/2 + 1, opts: o, clock: o.clock}
-	if c.clock == nil {
-		c.clock = realClock{}
-	}
+	c := &Client{nodes: nodes, quorum: len(nodes)/2 + 1, opts: o, clock: realClock{}}
 	c.waker = newWaker(nodes, o.NodeTimeout)
 	return c, nil
 }
