@@ -415,15 +415,9 @@ func (c *Client) try(ctx context.Context, cl *claim, name, key, fenceKey, token 
 			}
 		})
 
-	qerr := &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Agreed: r.ok,
-		Nodes: nodeErrorsOf(c, r, timeout, func(g grant) error {
-			if g.ok {
-				return nil
-			}
-			return heldError{ttl: time.Duration(g.value) * time.Millisecond}
-		}), sentinel: ErrNotAcquired}
 	v := validity(ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-	qerr.Validity = v
+	// The per-node detail is filled in only if the attempt fails.
+	qerr := &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Agreed: r.ok, Validity: v, sentinel: ErrNotAcquired}
 
 	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
@@ -454,6 +448,15 @@ func (c *Client) try(ctx context.Context, cl *claim, name, key, fenceKey, token 
 			cl.hold()
 			return newLock(c, name, key, token, fence, start.Add(v), cl), nil
 		}
+	}
+
+	if qerr.Nodes == nil { // not a failed write-back, which named its own nodes
+		qerr.Nodes = nodeErrorsOf(c, r, timeout, func(g grant) error {
+			if g.ok {
+				return nil
+			}
+			return heldError{ttl: time.Duration(g.value) * time.Millisecond}
+		})
 	}
 
 	// Failed: release where we may hold the key. Nodes that said "held"
