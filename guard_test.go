@@ -503,17 +503,7 @@ func TestRedisGuardErrors(t *testing.T) {
 	t.Run("BigFences", func(t *testing.T) {
 		reset(t)
 		// 2^53+1 and 2^53 are one float64: compare as numbers, exactly.
-		steps := []struct {
-			fence     uint64
-			wantStale bool
-		}{
-			{1<<53 + 1, false},
-			{1 << 53, true},
-			{math.MaxUint64 - 1, false},
-			{math.MaxUint64, false},
-			{math.MaxUint64 - 1, true},
-			{1<<63 + 1, true},
-		}
+		steps := bigFenceSteps
 		var highest uint64
 		for _, st := range steps {
 			err := g.Set(ctx, res, dataKey, fmt.Sprint(st.fence), st.fence)
@@ -750,17 +740,7 @@ func testSQLGuardErrors(t *testing.T, db *sql.DB) {
 	t.Run("BigFences", func(t *testing.T) {
 		// numeric(20) holds every uint64; the database compares exactly.
 		g := SQLGuard{Table: "big"}
-		steps := []struct {
-			fence     uint64
-			wantStale bool
-		}{
-			{1<<53 + 1, false},
-			{1 << 53, true},
-			{math.MaxUint64 - 1, false},
-			{math.MaxUint64, false},
-			{math.MaxUint64 - 1, true},
-			{1<<63 + 1, true},
-		}
+		steps := bigFenceSteps
 		var highest uint64
 		for _, st := range steps {
 			err := g.Update(ctx, db, 1, st.fence, "val = $1", fmt.Sprint(st.fence))
@@ -780,4 +760,19 @@ func testSQLGuardErrors(t *testing.T, db *sql.DB) {
 			t.Errorf("row = %q, fence %s; want %s for both", v, f, want)
 		}
 	})
+}
+
+// bigFenceSteps are fences past 2^53 (where float64 comparison would err)
+// up to the uint64 limit, in the order a store sees them, and whether each
+// must be rejected as stale.
+var bigFenceSteps = []struct {
+	fence     uint64
+	wantStale bool
+}{
+	{1<<53 + 1, false},
+	{1 << 53, true},
+	{math.MaxUint64 - 1, false},
+	{math.MaxUint64, false},
+	{math.MaxUint64 - 1, true},
+	{1<<63 + 1, true},
 }

@@ -167,12 +167,7 @@ func holdLock(t testing.TB, name string, ttl time.Duration) *redlock.Lock {
 // of name exists.
 func lockKeyCount(t testing.TB, name string) int {
 	t.Helper()
-	c, err := redlock.New(cluster.Clients(), nil)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	defer c.Close()
-	key, _ := c.Keys(name)
+	key := lockKey(t, name)
 	n := 0
 	for i, cl := range cluster.Clients() {
 		got, err := cl.Exists(context.Background(), key).Result()
@@ -213,12 +208,7 @@ func startCLIEnv(t testing.TB, env []string, args ...string) *proc {
 // shared cluster, as if they had lost it: the holder's next extend fails.
 func deleteLockKeys(t testing.TB, name string, n int) {
 	t.Helper()
-	c, err := redlock.New(cluster.Clients(), nil)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	defer c.Close()
-	key, _ := c.Keys(name)
+	key := lockKey(t, name)
 	for i := range n {
 		if err := cluster.Client(i).Del(context.Background(), key).Err(); err != nil {
 			t.Fatalf("node %d: DEL %s: %v", i, key, err)
@@ -268,4 +258,16 @@ func readFile(t testing.TB, path string) (string, error) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// lockKey returns the lock key of name under the default key prefix.
+func lockKey(t testing.TB, name string) string {
+	t.Helper()
+	c, err := redlock.New(cluster.Clients(), nil)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	defer c.Close()
+	key, _ := c.Keys(name)
+	return key
 }
