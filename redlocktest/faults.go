@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
 // faultTimeout bounds the Redis commands that ClockJump and ClientPause
@@ -43,6 +44,7 @@ func (c *Cluster) Pause(i int) error {
 		return fmt.Errorf("redlocktest: Pause(%d): docker pause: %w", i, err)
 	}
 	nd.paused = true
+	c.log.began(i, history.FaultPause, "")
 	return nil
 }
 
@@ -62,6 +64,7 @@ func (c *Cluster) Unpause(i int) error {
 	if err := c.unpause(nd); err != nil {
 		return fmt.Errorf("redlocktest: Unpause(%d): docker unpause: %w", i, err)
 	}
+	c.log.ended(i, history.FaultPause, "")
 	return nil
 }
 
@@ -97,6 +100,7 @@ func (c *Cluster) RestartEmpty(i int) error {
 	if c.closed.Load() {
 		return errClosed
 	}
+	start := c.log.now()
 	if nd.running {
 		if err := c.haltLocked(nd, dc.SIGKILL); err != nil {
 			return fmt.Errorf("redlocktest: RestartEmpty(%d): killing the node: %w", i, err)
@@ -120,6 +124,8 @@ func (c *Cluster) RestartEmpty(i int) error {
 	if err := c.waitReady(nd); err != nil {
 		return fmt.Errorf("redlocktest: RestartEmpty(%d): %w", i, err)
 	}
+	c.back(nd, "restart-empty")
+	c.log.span(i, history.FaultAmnesia, "", start, c.log.now())
 	return nil
 }
 
@@ -135,10 +141,20 @@ func (c *Cluster) RestartEmpty(i int) error {
 // ClockJump fails if node i does not answer within 5s (it is down or
 // paused) and after Close.
 func (c *Cluster) ClockJump(i int, key string) error {
-	nd := c.nodes[i]
 	if c.closed.Load() {
 		return errClosed
 	}
+	start := c.log.now()
+	err := c.clockJump(i, key)
+	if err == nil {
+		c.log.span(i, history.FaultClockJump, "", start, c.log.now())
+	}
+	return err
+}
+
+// clockJump does the work of ClockJump.
+func (c *Cluster) clockJump(i int, key string) error {
+	nd := c.nodes[i]
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
 	set, err := nd.client.Do(ctx, "PEXPIRE", key, 1, "XX").Bool()
@@ -182,14 +198,16 @@ func (c *Cluster) ClientPause(i int, d time.Duration) error {
 	if c.closed.Load() {
 		return errClosed
 	}
-	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	millis := int64((d + time.Millisecond - 1) / time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
-	if err := nd.client.Do(ctx, "CLIENT", "PAUSE", ms, "ALL").Err(); err != nil {
+	start := c.log.now()
+	if err := nd.client.Do(ctx, "CLIENT", "PAUSE", millis, "ALL").Err(); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (is the node paused?)", err)
 		}
 		return fmt.Errorf("redlocktest: ClientPause(%d, %v): CLIENT PAUSE on %s: %w", i, d, nd.addr, err)
 	}
+	c.log.span(i, history.FaultClientPause, ms(d), start, start+d)
 	return nil
 }

@@ -3,6 +3,7 @@ package redlocktest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
 func TestPause(t *testing.T) {
@@ -265,5 +267,55 @@ func TestRestartEmpty(t *testing.T) {
 	}
 	if err := c.ClientPause(0, time.Second); err == nil {
 		t.Error("ClientPause after Close = nil; want an error")
+	}
+}
+
+// The faults of a Cluster and its Nets record themselves, with their kinds,
+// into Options.Recorder.
+func TestFaultsRecord(t *testing.T) {
+	t.Parallel()
+	rec := history.NewRecorder()
+	c := redlocktest.Start(t, 2, &redlocktest.Options{Recorder: rec})
+	n, err := c.NewNet("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	steps := []func() error{
+		func() error { return c.Kill(0) },
+		func() error { return c.Restart(0) },
+		func() error { return c.Pause(1) },
+		func() error { return c.Unpause(1) },
+		func() error { return c.ClockJump(1, "k") },
+		func() error { return c.ClientPause(1, 10*time.Millisecond) },
+		func() error { return n.Down(0) },
+		func() error { return n.Latency(1, 20*time.Millisecond) },
+		func() error { return n.HoldRequests(1, 30*time.Millisecond) },
+		func() error { return n.HealAll() },
+		func() error { return n.Blackhole(0) },
+		func() error { return n.Heal(0) },
+		func() error { return c.RestartEmpty(1) },
+	}
+	for i, f := range steps {
+		if err := f(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	var got []string
+	for _, e := range rec.Events() {
+		got = append(got, fmt.Sprintf("%s %s %d %s %s", e.Kind, e.Fault, e.Node, e.Client, e.Detail))
+	}
+	want := []string{
+		"fault kill 0  ", "heal kill 0  restart",
+		"fault pause 1  ", "heal pause 1  ",
+		"fault clock-jump 1  ", "heal clock-jump 1  ",
+		"fault client-pause 1  10ms", "heal client-pause 1  10ms",
+		"fault down 0 c1 ", "fault latency 1 c1 20ms", "fault hold 1 c1 30ms",
+		"heal down 0 c1 ", "heal latency 1 c1 20ms", "heal hold 1 c1 30ms",
+		"fault blackhole 0 c1 ", "heal blackhole 0 c1 ",
+		"fault amnesia 1  ", "heal amnesia 1  ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("recorded faults:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,139 +1,58 @@
 package redlocktest
 
 import (
-	"sync"
-	"time"
+	"io"
+
+	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
-// Recorder collects what the clients of a test saw — acquisitions, extends,
-// releases, loss signals, writes to a fenced downstream store — and the
-// faults the test injected, all stamped with one monotonic clock, so that
-// [Check] can compare events of different clients and [WriteTimeline] can draw
-// them on one axis.
-//
-// A Recorder is safe for concurrent use by any number of goroutines. Create it
-// with [NewRecorder]; the zero value is not usable.
-type Recorder struct {
-	start time.Time // carries a monotonic reading; the origin of the clock
+// The history of a test and its checker live in package
+// [github.com/redlock-go/redlock/redlocktest/history], which needs no
+// Docker; these names forward to it so that code written against
+// redlocktest keeps compiling.
 
-	mu     sync.Mutex // protects events
-	events []Event
-}
+type (
+	Recorder     = history.Recorder     // see [history.Recorder]
+	Event        = history.Event        // see [history.Event]
+	Kind         = history.Kind         // see [history.Kind]
+	CheckOptions = history.CheckOptions // see [history.CheckOptions]
+	Report       = history.Report       // see [history.Report]
+	Violation    = history.Violation    // see [history.Violation]
+	SummaryRow   = history.SummaryRow   // see [history.SummaryRow]
+	FaultKind    = history.FaultKind    // see [history.FaultKind]
+)
 
-// NewRecorder returns an empty Recorder whose clock starts now.
-func NewRecorder() *Recorder {
-	return &Recorder{start: time.Now()}
-}
-
-// Now returns the time elapsed since NewRecorder on the monotonic clock: the
-// recorder's clock. It never goes backwards, whatever the wall clock does.
-func (r *Recorder) Now() time.Duration {
-	return time.Since(r.start)
-}
-
-// Stamp converts t to the recorder's clock, such as a lock's local deadline
-// (redlock's Lock.ValidUntil) for [Event.Until]. If t carries a monotonic
-// clock reading, as every time.Time from time.Now and times derived from it
-// with Add do, the conversion uses it and is immune to wall-clock jumps;
-// otherwise it falls back to the wall clock.
-func (r *Recorder) Stamp(t time.Time) time.Duration {
-	return t.Sub(r.start)
-}
-
-// Record appends e to the history. If e.At is zero it is set to r.Now(), so a
-// client can record what just happened with Record(Event{Kind: Lost, ...}).
-// For kinds other than [Fault] and [Heal], e.Node is set to -1 (the field
-// only means something for faults). Record keeps events in the order of the
-// calls, which for events of different goroutines may differ slightly from
-// the order of their At fields; [Check] and [WriteTimeline] go by the
-// timestamps.
-func (r *Recorder) Record(e Event) {
-	if e.At == 0 {
-		e.At = r.Now()
-	}
-	if e.Kind != Fault && e.Kind != Heal {
-		e.Node = -1
-	}
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-// Events returns a copy of the history, in recording order. It is safe to
-// call while other goroutines are still recording.
-func (r *Recorder) Events() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
-}
-
-// Kind says what an [Event] records. The comment of each constant lists the
-// Event fields that kind uses; all times are on the [Recorder]'s clock.
-type Kind string
-
-// The kinds of events. Client events are recorded by the client that saw
-// them; Fault, Heal and MajorityGone by the test that injected the fault.
+// The kinds of events; see [history.Kind].
 const (
-	// Acquire: Client acquired Lock. Token identifies the hold, Fence is
-	// its fencing token (0 without fencing), Start is when Acquire was
-	// called, At when it returned, Until the holder's local deadline.
-	Acquire Kind = "acquire"
-
-	// AcquireFail: an Acquire of Client on Lock returned an error (Detail),
-	// called at Start, returned at At.
-	AcquireFail Kind = "acquire-fail"
-
-	// Extend: Client extended its hold Token of Lock, called at Start,
-	// returned at At; Until is the new local deadline. Detail is set (the
-	// error) if the extend failed; a failed extend does not move Until.
-	Extend Kind = "extend"
-
-	// Release: Client called Release on its hold Token of Lock at At. From
-	// then on it no longer believes it holds the lock.
-	Release Kind = "release"
-
-	// Lost: Client was told at At (Done fired) that its hold Token of Lock
-	// is lost.
-	Lost Kind = "lost"
-
-	// Write: Client sent a write to the downstream resource Lock under its
-	// hold Token with fence Fence at Start; the store answered at At.
-	// Accepted says whether the store took it; Seq is the store's order of
-	// acceptance (for a counter, the value it stored; 0 if rejected); Value
-	// is the value written (for a counter, the new count).
-	Write Kind = "write"
-
-	// Fault: the test injected a fault at At into Node (or -1 if the fault
-	// is not a node's), for Client only if the fault is per client (a proxy
-	// between that client and the node). Detail names it: "kill", "pause",
-	// "amnesia-restart", "latency 300ms", "down", "blackhole", "clock-jump",
-	// "client-pause"...
-	Fault Kind = "fault"
-
-	// Heal: the fault with the same Node, Client and Detail ended at At.
-	Heal Kind = "heal"
-
-	// MajorityGone: at At the test made a majority of the nodes unreachable
-	// for the holders of Lock. Every holder of Lock then must be told it
-	// lost the lock before its local deadline; see [Report.LateLoss].
-	MajorityGone Kind = "majority-gone"
+	Acquire      = history.Acquire
+	AcquireFail  = history.AcquireFail
+	Extend       = history.Extend
+	Release      = history.Release
+	Lost         = history.Lost
+	Write        = history.Write
+	Fault        = history.Fault
+	Heal         = history.Heal
+	MajorityGone = history.MajorityGone
 )
 
-// Event is one thing a client saw or the test did. Which fields are used
-// depends on Kind (see the Kind constants); unused fields stay zero. Times are
-// on the [Recorder]'s clock: durations since NewRecorder.
-type Event struct {
-	Kind     Kind
-	Client   string        // the client that saw it (or the client a fault is for)
-	Node     int           // Fault and Heal: node index, or -1; -1 for other kinds
-	Lock     string        // lock name, or the downstream resource for Write
-	Token    string        // identifies one hold (the lock's token)
-	Fence    uint64        // fencing token of the hold; 0 without fencing
-	Start    time.Duration // when the operation began
-	At       time.Duration // when it ended or was observed
-	Until    time.Duration // Acquire, Extend: the holder's local deadline
-	Accepted bool          // Write: the downstream store accepted it
-	Seq      int64         // Write: the store's order of acceptance; 0 if rejected
-	Value    int64         // Write: the value written (for counters: the new count)
-	Detail   string        // error text, or the name of a fault
+// DefaultTolerance is [history.DefaultTolerance].
+const DefaultTolerance = history.DefaultTolerance
+
+// NewRecorder is [history.NewRecorder].
+func NewRecorder() *Recorder { return history.NewRecorder() }
+
+// Check is [history.Check].
+func Check(events []Event, opts *CheckOptions) *Report { return history.Check(events, opts) }
+
+// WriteTimeline is [history.WriteTimeline].
+func WriteTimeline(w io.Writer, title string, events []Event, rep *Report) error {
+	return history.WriteTimeline(w, title, events, rep)
 }
+
+// TimelineFile is [history.TimelineFile].
+func TimelineFile(path, title string, events []Event, rep *Report) (string, error) {
+	return history.TimelineFile(path, title, events, rep)
+}
+
+// SummaryTable is [history.SummaryTable].
+func SummaryTable(w io.Writer, rows []SummaryRow) error { return history.SummaryTable(w, rows) }

@@ -1,9 +1,7 @@
 package redlocktest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +10,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/rs/zerolog"
 )
 
@@ -23,7 +22,7 @@ const netDialTimeout = time.Second
 // Cluster: a TCP proxy per node, listening on a free port of 127.0.0.1 in
 // this process (an embedded github.com/Shopify/toxiproxy/v2 proxy, no
 // toxiproxy server or HTTP API). Faults injected on a Net (Down, Blackhole,
-// Latency) affect only the connections of that Net, so two Nets on the
+// Latency, DelayRequests, HoldRequests) affect only the connections of that Net, so two Nets on the
 // same Cluster simulate two clients on either side of a partition, while
 // the faults of the Cluster (Kill, Pause, ...) affect every client.
 //
@@ -37,6 +36,8 @@ type Net struct {
 	server  *toxiproxy.ApiServer // logger and metrics of the proxies
 	addrs   []string             // proxy addresses; fixed
 	clients []*redis.Client
+	holds   *holds   // HoldRequests, in the clients' hooks
+	log     faultLog // the Cluster's recorder, as this client
 
 	mu     sync.Mutex // protects links and closed; serializes fault changes
 	links  []*link
@@ -51,7 +52,8 @@ type link struct {
 	proxy    *toxiproxy.Proxy
 	down     bool          // proxy stopped
 	hole     bool          // timeout toxics installed (possibly only one)
-	latency  time.Duration // 0: no latency toxic
+	latency  time.Duration // 0: no latency toxic on the replies (Latency)
+	delay    time.Duration // 0: no latency toxic on the requests (DelayRequests)
 }
 
 // NewNet starts one proxy per node on free ports of 127.0.0.1, each
@@ -74,6 +76,8 @@ func (c *Cluster) NewNet(name string) (*Net, error) {
 		c:      c,
 		name:   name,
 		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		holds:  newHolds(len(c.nodes)),
+		log:    faultLog{rec: c.log.rec, client: name},
 	}
 	for i, nd := range c.nodes {
 		l := &link{name: fmt.Sprintf("%s-%d", name, i), upstream: nd.addr}
@@ -86,13 +90,15 @@ func (c *Cluster) NewNet(name string) (*Net, error) {
 		n.links = append(n.links, l)
 		n.addrs = append(n.addrs, l.addr)
 	}
-	for _, addr := range n.addrs {
-		n.clients = append(n.clients, redis.NewClient(&redis.Options{
+	for i, addr := range n.addrs {
+		cl := redis.NewClient(&redis.Options{
 			Addr:                     addr,
 			MaxRetries:               -1,
 			DialTimeout:              netDialTimeout,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		}))
+		})
+		cl.AddHook(holdHook{h: n.holds, node: i})
+		n.clients = append(n.clients, cl)
 	}
 
 	c.netsMu.Lock()
@@ -147,7 +153,10 @@ func (n *Net) Down(i int) error {
 	if n.closed {
 		return n.errClosed()
 	}
-	n.links[i].stop()
+	if l := n.links[i]; !l.down {
+		l.stop()
+		n.log.began(i, history.FaultDown, "")
+	}
 	return nil
 }
 
@@ -170,6 +179,7 @@ func (n *Net) Blackhole(i int) error {
 		return nil
 	}
 	l.hole = true // even if only one direction gets it: Heal then replaces the proxy
+	n.log.began(i, history.FaultBlackhole, "")
 	// Downstream first: no reply gets through once the upstream drops.
 	for _, stream := range []string{"downstream", "upstream"} {
 		if err := addToxic(l.proxy, toxic{
@@ -189,51 +199,40 @@ func (n *Net) Blackhole(i int) error {
 // milliseconds (a toxiproxy "latency" toxic on the downstream only): each
 // round trip, including the handshake of a new connection, takes d
 // longer. Requests are not delayed, so the node executes a command as soon
-// as it is sent; only the answer is late. Latency on a node that already
-// has a latency sets the new one; d == 0 removes it (Heal does too). It
-// works on open connections and keeps them open. Latency fails if d < 0
-// and after Close.
+// as it is sent; only the answer is late (DelayRequests delays the
+// requests instead). Latency on a node that already has a latency sets the
+// new one; d == 0 removes it (Heal does too). It works on open connections
+// and keeps them open. Latency fails if d < 0 and after Close.
 func (n *Net) Latency(i int, d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("redlocktest: Latency(%d, %v): negative latency", i, d)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return n.errClosed()
-	}
-	l := n.links[i]
-	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
-	const name = latencyToxic
-	var err error
-	switch {
-	case l.latency == 0 && ms == 0:
-	case l.latency == 0:
-		err = addToxic(l.proxy, toxic{
-			Name:       name,
-			Type:       "latency",
-			Stream:     "downstream",
-			Toxicity:   1,
-			Attributes: map[string]int64{"latency": ms},
-		})
-	case ms == 0:
-		err = l.proxy.Toxics.RemoveToxic(context.Background(), name)
-	default:
-		b, _ := json.Marshal(toxic{Toxicity: 1, Attributes: map[string]int64{"latency": ms}})
-		_, err = l.proxy.Toxics.UpdateToxicJson(name, bytes.NewReader(b))
-	}
-	if err != nil {
+	if err := n.setLatency(i, d, downstreamLatency); err != nil {
 		return fmt.Errorf("redlocktest: Latency(%d, %v): %w", i, d, err)
 	}
-	l.latency = time.Duration(ms) * time.Millisecond
 	return nil
 }
 
-// Heal removes every fault of this Net on node i. After Down or
+// DelayRequests delays every byte from the client to node i by d, rounded
+// up to whole milliseconds (a toxiproxy "latency" toxic on the upstream
+// only), so the node executes each command d after it was sent, while the
+// replies travel at once. A request can thus reach the node after the
+// client gave up on it (its per-node timeout or context ended): the
+// command still runs, and nobody hears its answer, as with a retransmitted
+// packet or a slow link. Latency delays the replies instead; both can be
+// set at once. DelayRequests on a node that already has a delay sets the
+// new one; d == 0 removes it (Heal does too). It works on open connections
+// and keeps them open. DelayRequests fails if d < 0 and after Close.
+func (n *Net) DelayRequests(i int, d time.Duration) error {
+	if err := n.setLatency(i, d, upstreamLatency); err != nil {
+		return fmt.Errorf("redlocktest: DelayRequests(%d, %v): %w", i, d, err)
+	}
+	return nil
+}
+
+// Heal removes every fault of this Net on node i (requests held by
+// HoldRequests are still sent when their hold is over). After Down or
 // Blackhole, the proxy is restarted on the same address, and the
 // connections opened before Heal are closed (commands waiting on them fail
-// at once), so clients reconnect. After Latency only, the latency is
-// removed and the connections stay open. Heal on a healthy path does
+// at once), so clients reconnect. After Latency or DelayRequests only, the
+// delays are removed and the connections stay open. Heal on a healthy path does
 // nothing. It fails if another process took the proxy's port while it was
 // down (create a new Net then) and after Close.
 func (n *Net) Heal(i int) error {
@@ -242,7 +241,7 @@ func (n *Net) Heal(i int) error {
 	if n.closed {
 		return n.errClosed()
 	}
-	if err := n.heal(n.links[i]); err != nil {
+	if err := n.heal(i); err != nil {
 		return fmt.Errorf("redlocktest: Heal(%d): %w", i, err)
 	}
 	return nil
@@ -256,16 +255,44 @@ func (n *Net) HealAll() error {
 		return n.errClosed()
 	}
 	var errs []error
-	for i, l := range n.links {
-		if err := n.heal(l); err != nil {
+	for i := range n.links {
+		if err := n.heal(i); err != nil {
 			errs = append(errs, fmt.Errorf("redlocktest: HealAll: node %d: %w", i, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// heal does the work of Heal; n.mu must be held.
-func (n *Net) heal(l *link) error {
+// heal does the work of Heal and records the end of each fault it
+// removes; n.mu must be held.
+func (n *Net) heal(i int) error {
+	l := n.links[i]
+	type ending struct {
+		on     bool
+		kind   history.FaultKind
+		detail string
+	}
+	endings := []ending{
+		{l.down, history.FaultDown, ""},
+		{l.hole, history.FaultBlackhole, ""},
+		{l.latency > 0, history.FaultLatency, ms(l.latency)},
+		{l.delay > 0, history.FaultDelay, ms(l.delay)},
+		{n.holds.d[i].Load() > 0, history.FaultHold, ms(time.Duration(n.holds.d[i].Load()))},
+	}
+	n.holds.d[i].Store(0)
+	if err := n.healLink(l); err != nil {
+		return err
+	}
+	for _, e := range endings {
+		if e.on {
+			n.log.ended(i, e.kind, e.detail)
+		}
+	}
+	return nil
+}
+
+// healLink removes the proxy faults of l.
+func (n *Net) healLink(l *link) error {
 	switch {
 	case l.down || l.hole:
 		// Removing a timeout toxic from live connections can strand
@@ -273,15 +300,15 @@ func (n *Net) heal(l *link) error {
 		// anyway: stop the proxy, which closes them, and start a fresh
 		// one, without toxics, on the same address.
 		l.stop()
-		l.hole, l.latency = false, 0
+		l.hole, l.latency, l.delay = false, 0, 0
 		l.proxy = toxiproxy.NewProxy(n.server, l.name, l.addr, l.upstream)
 		if err := l.proxy.Start(); err != nil {
 			return fmt.Errorf("cannot listen on %s again (has another process taken the port? create a new Net): %w", l.addr, err)
 		}
 		l.down = false
-	case l.latency > 0:
+	case l.latency > 0 || l.delay > 0:
 		l.proxy.Toxics.ResetToxics(context.Background())
-		l.latency = 0
+		l.latency, l.delay = 0, 0
 	}
 	return nil
 }
@@ -304,6 +331,7 @@ func (n *Net) Close() error {
 // closeLocked closes n; n.mu must be held or n unpublished.
 func (n *Net) closeLocked() error {
 	n.closed = true
+	n.holds.close() // before the clients: the held requests use them
 	var errs []error
 	for i, cl := range n.clients {
 		if err := cl.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
@@ -328,12 +356,13 @@ func (l *link) stop() {
 	if l.down {
 		return
 	}
-	if l.latency > 0 {
-		// A latency toxic holding replies when its connection closes
-		// may wait forever to deliver them; removing it first flushes
-		// them.
-		_ = l.proxy.Toxics.RemoveToxic(context.Background(), latencyToxic)
-		l.latency = 0
+	// A latency toxic holding bytes when its connection closes may wait
+	// forever to deliver them; removing it first flushes them.
+	for _, ls := range []latencyStream{downstreamLatency, upstreamLatency} {
+		if cur := l.latencyOf(ls); *cur > 0 {
+			_ = l.proxy.Toxics.RemoveToxic(context.Background(), ls.toxic)
+			*cur = 0
+		}
 	}
 	l.proxy.Stop()
 	l.down = true
@@ -341,25 +370,4 @@ func (l *link) stop() {
 
 func (n *Net) errClosed() error {
 	return fmt.Errorf("redlocktest: Net %q is closed; create a new one with Cluster.NewNet", n.name)
-}
-
-// latencyToxic is the name of the toxic installed by Net.Latency.
-const latencyToxic = "latency_downstream"
-
-// toxic is the JSON form of a toxiproxy toxic.
-type toxic struct {
-	Name       string           `json:"name,omitempty"`
-	Type       string           `json:"type,omitempty"`
-	Stream     string           `json:"stream,omitempty"`
-	Toxicity   float32          `json:"toxicity"`
-	Attributes map[string]int64 `json:"attributes"`
-}
-
-func addToxic(p *toxiproxy.Proxy, t toxic) error {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	_, err = p.Toxics.AddToxicJson(bytes.NewReader(b))
-	return err
 }

@@ -214,6 +214,56 @@ func TestNet(t *testing.T) {
 		}
 	})
 
+	t.Run("DelayRequests", func(t *testing.T) {
+		// A client through the Net that gives up when its context ends,
+		// as a lock client bounding each node call does (the Net's own
+		// clients leave ContextTimeoutEnabled false).
+		cl := redis.NewClient(&redis.Options{Addr: alice.Addr(0), MaxRetries: -1, ContextTimeoutEnabled: true})
+		defer cl.Close()
+		direct := c.Client(0)
+		if err := cl.Ping(ctx).Err(); err != nil { // connect before the delay
+			t.Fatal(err)
+		}
+		const key = "delayed-request"
+		direct.Del(ctx, key)
+		if err := alice.DelayRequests(0, 400*time.Millisecond); err != nil {
+			t.Fatalf("DelayRequests(0, 400ms) = %v; want nil", err)
+		}
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := cl.Set(short, key, "late", 0).Err()
+		cancel()
+		if err == nil {
+			t.Fatalf("SET with a 100ms context through a 400ms request delay = nil; want a timeout")
+		}
+		// The client gave up before the request reached the node...
+		if n, err := direct.Exists(ctx, key).Result(); n != 0 || err != nil {
+			t.Errorf("EXISTS right after the client timed out = %d, %v; want 0 (the request still on its way)", n, err)
+		}
+		// ...and the node runs it anyway.
+		arrived := false
+		for deadline := time.Now().Add(10 * time.Second); !arrived && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			arrived = direct.Get(ctx, key).Val() == "late"
+		}
+		if !arrived {
+			t.Errorf("GET %s on the node = %q; want the timed-out SET's value %q", key, direct.Get(ctx, key).Val(), "late")
+		}
+		if err := alice.DelayRequests(0, -time.Second); err == nil {
+			t.Error("DelayRequests(0, -1s) = nil; want an error")
+		}
+		id, err := cls[0].ClientID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := alice.Heal(0); err != nil {
+			t.Fatalf("Heal(0) = %v; want nil", err)
+		}
+		// Heal removes the delay and keeps the connection.
+		if got, err := cls[0].ClientID(ctx).Result(); err != nil || got != id {
+			t.Errorf("CLIENT ID after DelayRequests and Heal = %d, %v; want %d (same connection)", got, err, id)
+		}
+		direct.Del(ctx, key)
+	})
+
 	t.Run("HealAll", func(t *testing.T) {
 		if err := alice.Down(0); err != nil {
 			t.Fatal(err)
@@ -265,11 +315,12 @@ func TestNet(t *testing.T) {
 			t.Error("TCP dial to a closed Net's proxy succeeded; want connection refused")
 		}
 		for name, f := range map[string]func() error{
-			"Down":      func() error { return bob.Down(0) },
-			"Blackhole": func() error { return bob.Blackhole(0) },
-			"Latency":   func() error { return bob.Latency(0, time.Millisecond) },
-			"Heal":      func() error { return bob.Heal(0) },
-			"HealAll":   bob.HealAll,
+			"Down":          func() error { return bob.Down(0) },
+			"Blackhole":     func() error { return bob.Blackhole(0) },
+			"Latency":       func() error { return bob.Latency(0, time.Millisecond) },
+			"DelayRequests": func() error { return bob.DelayRequests(0, time.Millisecond) },
+			"Heal":          func() error { return bob.Heal(0) },
+			"HealAll":       bob.HealAll,
 		} {
 			if err := f(); err == nil || !strings.HasPrefix(err.Error(), "redlocktest: ") {
 				t.Errorf("%s after Close = %v; want a redlocktest: error", name, err)

@@ -224,13 +224,17 @@ func TestBadArgs(t *testing.T) {
 	}
 }
 
+// A missing image that cannot be made (here: no bash, no docker CLI on the
+// PATH) fails New with an error that says what to do. TestImageBuilt
+// covers the image made.
 func TestImageMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
 	c, err := redlocktest.New(3, &redlocktest.Options{Image: "redlocktest-no-such-image:0"})
 	if err == nil {
 		c.Close()
-		t.Fatal("New with a missing image succeeded")
+		t.Fatal("New with a missing image and no way to make it succeeded")
 	}
-	for _, s := range []string{"redlocktest: ", `"redlocktest-no-such-image:0"`, "not present locally", "make redis-image", "scripts/redis-image.sh"} {
+	for _, s := range []string{"redlocktest: ", `"redlocktest-no-such-image:0"`, "could not be pulled or built", "scripts/redis-image.sh", redlocktest.ImageEnv} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not contain %q", err, s)
 		}

@@ -1,4 +1,4 @@
-package redlocktest_test
+package history_test
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
 func TestRecorderConcurrent(t *testing.T) {
-	r := redlocktest.NewRecorder()
+	r := history.NewRecorder()
 	const goroutines, each = 8, 200
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -19,7 +19,7 @@ func TestRecorderConcurrent(t *testing.T) {
 			defer wg.Done()
 			client := fmt.Sprintf("c%d", g)
 			for i := range each {
-				r.Record(redlocktest.Event{Kind: redlocktest.Write, Client: client, Value: int64(i)})
+				r.Record(history.Event{Kind: history.Write, Client: client, Value: int64(i)})
 				if i%20 == 0 {
 					_ = r.Events() // readers run alongside writers
 				}
@@ -48,11 +48,11 @@ func TestRecorderConcurrent(t *testing.T) {
 }
 
 func TestRecordFields(t *testing.T) {
-	r := redlocktest.NewRecorder()
-	r.Record(redlocktest.Event{Kind: redlocktest.Acquire, Client: "a", At: 42 * time.Millisecond}) // Node 0 left unset
-	r.Record(redlocktest.Event{Kind: redlocktest.Fault, Node: 0, Detail: "kill", At: 50 * time.Millisecond})
-	r.Record(redlocktest.Event{Kind: redlocktest.Heal, Node: 2, Detail: "kill"})
-	r.Record(redlocktest.Event{Kind: redlocktest.Lost, Client: "a", Node: 3})
+	r := history.NewRecorder()
+	r.Record(history.Event{Kind: history.Acquire, Client: "a", At: 42 * time.Millisecond}) // Node 0 left unset
+	r.Record(history.Event{Kind: history.Fault, Node: 0, Fault: history.FaultKill, At: 50 * time.Millisecond})
+	r.Record(history.Event{Kind: history.Heal, Node: 2, Fault: history.FaultKill})
+	r.Record(history.Event{Kind: history.Lost, Client: "a", Node: 3})
 
 	events := r.Events()
 	tests := []struct {
@@ -85,7 +85,7 @@ func TestRecordFields(t *testing.T) {
 }
 
 func TestRecorderClock(t *testing.T) {
-	r := redlocktest.NewRecorder()
+	r := history.NewRecorder()
 	before := r.Now()
 	deadline := time.Now().Add(time.Second)
 	got := r.Stamp(deadline)

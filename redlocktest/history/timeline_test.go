@@ -1,4 +1,4 @@
-package redlocktest_test
+package history_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	rt "github.com/redlock-go/redlock/redlocktest"
+	rt "github.com/redlock-go/redlock/redlocktest/history"
 )
 
 // keepTimeline writes the page to $REDLOCK_TIMELINE/name.html when that
@@ -116,8 +116,8 @@ func TestTimelineEscapes(t *testing.T) {
 	evil := `<script>alert("x")</script>`
 	events := []rt.Event{
 		{Kind: rt.Acquire, Client: evil, Lock: "L&<", Token: `t"1`, Fence: 1, Start: tms(1), At: tms(2), Until: tms(50)},
-		{Kind: rt.Fault, Node: 0, Detail: `</title><b>"kill"`, At: tms(3)},
-		{Kind: rt.Heal, Node: 0, Detail: `</title><b>"kill"`, At: tms(9)},
+		{Kind: rt.Fault, Node: 0, Fault: `</title><b>"kill"`, Detail: `</title><b>"kill"`, At: tms(3)},
+		{Kind: rt.Heal, Node: 0, Fault: `</title><b>"kill"`, Detail: `</title><b>"kill"`, At: tms(9)},
 		{Kind: rt.Write, Client: evil, Lock: "L&<", Fence: 1, At: tms(4), Accepted: true, Seq: 1, Detail: `]]><x>`},
 	}
 	page := renderTimeline(t, evil, events, nil)
@@ -181,8 +181,8 @@ func soakHistory(seed uint64) ([]rt.Event, map[string]int64) {
 			t = until + 10*time.Millisecond
 			continue
 		case i == 500: // a pause: a second holder overlaps, its write is stale
-			events = append(events, rt.Event{Kind: rt.Fault, Node: -1, Client: c, Detail: "client-pause", At: at + 30*time.Millisecond},
-				rt.Event{Kind: rt.Heal, Node: -1, Client: c, Detail: "client-pause", At: until + 200*time.Millisecond},
+			events = append(events, rt.Event{Kind: rt.Fault, Node: -1, Client: c, Fault: rt.FaultProcessPause, At: at + 30*time.Millisecond},
+				rt.Event{Kind: rt.Heal, Node: -1, Client: c, Fault: rt.FaultProcessPause, At: until + 200*time.Millisecond},
 				rt.Event{Kind: rt.Release, Client: c, Lock: "orders", Token: tok, At: until + 210*time.Millisecond})
 			seq++
 			events = append(events, rt.Event{Kind: rt.Write, Client: c, Lock: "counter", Token: tok, Fence: fence, Start: until + 200*time.Millisecond, At: until + 205*time.Millisecond, Accepted: true, Seq: seq + 1, Value: seq + 1})
@@ -199,22 +199,23 @@ func soakHistory(seed uint64) ([]rt.Event, map[string]int64) {
 	}
 	faults := []struct {
 		node     int
+		kind     rt.FaultKind
 		detail   string
 		from, to time.Duration
 	}{
-		{0, "kill", 5 * time.Second, 9 * time.Second},
-		{1, "pause", 20 * time.Second, 21500 * time.Millisecond},
-		{2, "latency 300ms", 31 * time.Second, 40 * time.Second},
-		{3, "amnesia-restart", 45 * time.Second, 45200 * time.Millisecond},
-		{4, "clock-jump", 60 * time.Second, 60 * time.Second},
-		{0, "blackhole", 70 * time.Second, 95 * time.Second},
-		{1, "down", 72 * time.Second, 80 * time.Second},
-		{2, "pause", 110 * time.Second, 130 * time.Second}, // healed after the end
+		{0, rt.FaultKill, "", 5 * time.Second, 9 * time.Second},
+		{1, rt.FaultPause, "", 20 * time.Second, 21500 * time.Millisecond},
+		{2, rt.FaultLatency, "300ms", 31 * time.Second, 40 * time.Second},
+		{3, rt.FaultAmnesia, "", 45 * time.Second, 45200 * time.Millisecond},
+		{4, rt.FaultClockJump, "", 60 * time.Second, 60 * time.Second},
+		{0, rt.FaultBlackhole, "", 70 * time.Second, 95 * time.Second},
+		{1, rt.FaultDown, "", 72 * time.Second, 80 * time.Second},
+		{2, rt.FaultPause, "", 110 * time.Second, 130 * time.Second}, // healed after the end
 	}
 	for _, f := range faults {
-		events = append(events, rt.Event{Kind: rt.Fault, Node: f.node, Detail: f.detail, At: f.from})
+		events = append(events, rt.Event{Kind: rt.Fault, Node: f.node, Fault: f.kind, Detail: f.detail, At: f.from})
 		if f.to < end {
-			events = append(events, rt.Event{Kind: rt.Heal, Node: f.node, Detail: f.detail, At: f.to})
+			events = append(events, rt.Event{Kind: rt.Heal, Node: f.node, Fault: f.kind, Detail: f.detail, At: f.to})
 		}
 	}
 	var accepted int64

@@ -1,14 +1,11 @@
-package redlocktest
+package history
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -61,6 +58,14 @@ type Report struct {
 	// the earlier A with the largest fence).
 	FenceOrder []Violation
 
+	// FenceTies: two holds of the same lock with different tokens got the
+	// same fence (> 0), whether or not they overlapped. A guard that
+	// accepts a fence equal to the highest it has seen would then accept
+	// both holders: fences must also tell holders apart. For each fence
+	// shared by several holds, each later hold (by Acquire.At) is one
+	// violation holding the first hold's Acquire event and its own.
+	FenceTies []Violation
+
 	// StaleWrites: the downstream store accepted a write whose fence is
 	// lower than a fence it had already accepted for the same resource, in
 	// the store's order of acceptance (Seq, then At). That is exactly what
@@ -90,7 +95,7 @@ type Report struct {
 
 // Violation is one breach of an invariant found by [Check].
 type Violation struct {
-	Kind   string  // "overlap", "fence-order", "stale-write", "lost-increment" or "late-loss"
+	Kind   string  // "overlap", "fence-order", "fence-tie", "stale-write", "lost-increment" or "late-loss"
 	Events []Event // the events involved, as recorded
 	Detail string  // one line a person can read
 }
@@ -99,6 +104,7 @@ type Violation struct {
 const (
 	kindOverlap       = "overlap"
 	kindFenceOrder    = "fence-order"
+	kindFenceTie      = "fence-tie"
 	kindStaleWrite    = "stale-write"
 	kindLostIncrement = "lost-increment"
 	kindLateLoss      = "late-loss"
@@ -109,14 +115,14 @@ func (v Violation) String() string { return v.Kind + ": " + v.Detail }
 
 // OK reports whether r contains no violation of any kind.
 func (r *Report) OK() bool {
-	return len(r.Overlaps)+len(r.FenceOrder)+len(r.StaleWrites)+len(r.LostIncrements)+len(r.LateLoss) == 0
+	return len(r.Violations()) == 0
 }
 
 // Violations returns all violations in one new slice: overlaps, then fence
-// order, stale writes, lost increments and late losses.
+// order, fence ties, stale writes, lost increments and late losses.
 func (r *Report) Violations() []Violation {
 	var all []Violation
-	for _, vs := range [][]Violation{r.Overlaps, r.FenceOrder, r.StaleWrites, r.LostIncrements, r.LateLoss} {
+	for _, vs := range [][]Violation{r.Overlaps, r.FenceOrder, r.FenceTies, r.StaleWrites, r.LostIncrements, r.LateLoss} {
 		all = append(all, vs...)
 	}
 	return all
@@ -139,8 +145,8 @@ func (r *Report) String() string {
 		return b.String()
 	}
 	all := r.Violations()
-	fmt.Fprintf(&b, "\n%d violations: %d overlap, %d fence-order, %d stale-write, %d lost-increment, %d late-loss",
-		len(all), len(r.Overlaps), len(r.FenceOrder), len(r.StaleWrites), len(r.LostIncrements), len(r.LateLoss))
+	fmt.Fprintf(&b, "\n%d violations: %d overlap, %d fence-order, %d fence-tie, %d stale-write, %d lost-increment, %d late-loss",
+		len(all), len(r.Overlaps), len(r.FenceOrder), len(r.FenceTies), len(r.StaleWrites), len(r.LostIncrements), len(r.LateLoss))
 	for i, v := range all {
 		if i == maxListed {
 			fmt.Fprintf(&b, "\n  ... and %d more", len(all)-maxListed)
@@ -203,6 +209,7 @@ func Check(events []Event, opts *CheckOptions) *Report {
 	holds := collectHolds(events, horizon)
 	r.Overlaps = checkOverlaps(holds)
 	r.FenceOrder = checkFenceOrder(holds)
+	r.FenceTies = checkFenceTies(holds)
 	r.StaleWrites = checkStaleWrites(events)
 	r.LostIncrements = checkLostIncrements(events, o.Counters)
 	r.LateLoss = checkLateLoss(events, holds, horizon, o.Tolerance)
@@ -282,233 +289,6 @@ func byLock(holds []*hold) (map[string][]*hold, []string) {
 	return m, names
 }
 
-// checkOverlaps sweeps the holds of each lock in order of their start,
-// keeping the holds still believed.
-func checkOverlaps(holds []*hold) []Violation {
-	var vs []Violation
-	m, names := byLock(holds)
-	for _, name := range names {
-		var active []*hold
-		for _, h := range m[name] {
-			if h.end <= h.acq.At {
-				continue // never believed: deadline passed before Acquire returned
-			}
-			kept := active[:0]
-			for _, a := range active {
-				if a.end > h.acq.At {
-					kept = append(kept, a)
-				}
-			}
-			active = kept
-			for _, a := range active {
-				vs = append(vs, Violation{
-					Kind:   kindOverlap,
-					Events: []Event{a.acq, h.acq},
-					Detail: fmt.Sprintf("lock %q: %s overlaps %s by %s",
-						name, describeHold(a), describeHold(h), ms(min(a.end, h.end)-h.acq.At)),
-				})
-			}
-			active = append(active, h)
-		}
-	}
-	sortByTime(vs)
-	return vs
-}
-
-func describeHold(h *hold) string {
-	return fmt.Sprintf("%s's hold (fence %d) [%s, %s]", h.acq.Client, h.acq.Fence, ms(h.acq.At), ms(h.end))
-}
-
-// checkFenceOrder compares each acquisition B with the largest fence among
-// the acquisitions of the same lock that returned before B started.
-func checkFenceOrder(holds []*hold) []Violation {
-	var vs []Violation
-	m, names := byLock(holds)
-	for _, name := range names {
-		var as, bs []*hold
-		for _, h := range m[name] {
-			if h.acq.Fence > 0 {
-				as = append(as, h)
-			}
-		}
-		bs = append(bs, as...) // as is sorted by At; bs by Start
-		slices.SortFunc(bs, func(a, b *hold) int {
-			return cmp.Or(cmp.Compare(a.acq.Start, b.acq.Start), cmp.Compare(a.idx, b.idx))
-		})
-		var top *hold // the largest fence among as[:i]
-		i := 0
-		for _, b := range bs {
-			for ; i < len(as) && as[i].acq.At < b.acq.Start; i++ {
-				if top == nil || as[i].acq.Fence > top.acq.Fence {
-					top = as[i]
-				}
-			}
-			if top != nil && b.acq.Fence <= top.acq.Fence {
-				vs = append(vs, Violation{
-					Kind:   kindFenceOrder,
-					Events: []Event{top.acq, b.acq},
-					Detail: fmt.Sprintf("lock %q: %s's acquisition started at %s got fence %d, not above fence %d of %s's acquisition that returned at %s",
-						name, b.acq.Client, ms(b.acq.Start), b.acq.Fence, top.acq.Fence, top.acq.Client, ms(top.acq.At)),
-				})
-			}
-		}
-	}
-	sortByTime(vs)
-	return vs
-}
-
-// acceptedWrites returns the accepted writes by resource, each in the store's
-// order (Seq, then At), and the resource names sorted.
-func acceptedWrites(events []Event) (map[string][]Event, []string) {
-	idx := make(map[string][]int) // indexes into events: sorting them moves less
-	for i := range events {
-		if e := &events[i]; e.Kind == Write && e.Accepted {
-			idx[e.Lock] = append(idx[e.Lock], i)
-		}
-	}
-	m := make(map[string][]Event, len(idx))
-	names := make([]string, 0, len(idx))
-	for name, is := range idx {
-		names = append(names, name)
-		slices.SortFunc(is, func(i, j int) int {
-			a, b := &events[i], &events[j]
-			return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.At, b.At), cmp.Compare(i, j))
-		})
-		ws := make([]Event, len(is))
-		for k, i := range is {
-			ws[k] = events[i]
-		}
-		m[name] = ws
-	}
-	sort.Strings(names)
-	return m, names
-}
-
-func checkStaleWrites(events []Event) []Violation {
-	var vs []Violation
-	m, names := acceptedWrites(events)
-	for _, name := range names {
-		var top Event // the accepted write with the highest fence so far
-		for i, w := range m[name] {
-			if i > 0 && w.Fence < top.Fence {
-				vs = append(vs, Violation{
-					Kind:   kindStaleWrite,
-					Events: []Event{top, w},
-					Detail: fmt.Sprintf("resource %q: %s's write with fence %d accepted (seq %d, at %s) after %s's write with fence %d (seq %d)",
-						name, w.Client, w.Fence, w.Seq, ms(w.At), top.Client, top.Fence, top.Seq),
-				})
-			}
-			if i == 0 || w.Fence > top.Fence {
-				top = w
-			}
-		}
-	}
-	sortByTime(vs)
-	return vs
-}
-
-func checkLostIncrements(events []Event, counters map[string]int64) []Violation {
-	if len(counters) == 0 {
-		return nil
-	}
-	var vs []Violation
-	m, _ := acceptedWrites(events)
-	names := make([]string, 0, len(counters))
-	for name := range counters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		ws, final := m[name], counters[name]
-		if lost := int64(len(ws)) - final; lost > 0 {
-			vs = append(vs, Violation{
-				Kind: kindLostIncrement,
-				Detail: fmt.Sprintf("counter %q: %d increments accepted but the final value is %d: %d lost",
-					name, len(ws), final, lost),
-			})
-		}
-		byValue := make(map[int64][]Event)
-		var values []int64
-		for _, w := range ws {
-			if byValue[w.Value] == nil {
-				values = append(values, w.Value)
-			}
-			byValue[w.Value] = append(byValue[w.Value], w)
-		}
-		for _, v := range values {
-			same := byValue[v]
-			if len(same) < 2 {
-				continue
-			}
-			who := make([]string, len(same))
-			for i, w := range same {
-				who[i] = fmt.Sprintf("%s fence %d", w.Client, w.Fence)
-			}
-			vs = append(vs, Violation{
-				Kind:   kindLostIncrement,
-				Events: same,
-				Detail: fmt.Sprintf("counter %q: value %d written by %d accepted writes (%s): increments from the same read",
-					name, v, len(same), strings.Join(who, ", ")),
-			})
-		}
-	}
-	return vs
-}
-
-func checkLateLoss(events []Event, holds []*hold, horizon, tolerance time.Duration) []Violation {
-	var vs []Violation
-	late := make(map[*hold]bool)
-	for _, h := range holds {
-		if h.lost != nil && h.until > 0 && h.lost.At > h.until+tolerance {
-			late[h] = true
-			vs = append(vs, Violation{
-				Kind:   kindLateLoss,
-				Events: []Event{h.acq, *h.lost},
-				Detail: fmt.Sprintf("lock %q: %s told of the loss of its hold (fence %d) at %s, %s after its deadline %s",
-					h.acq.Lock, h.acq.Client, h.acq.Fence, ms(h.lost.At), ms(h.lost.At-h.until), ms(h.until)),
-			})
-		}
-	}
-
-	var gone []Event
-	for _, e := range events {
-		if e.Kind == MajorityGone {
-			gone = append(gone, e)
-		}
-	}
-	if len(gone) > 0 {
-		sort.SliceStable(gone, func(i, j int) bool { return gone[i].At < gone[j].At })
-		for _, h := range holds {
-			if late[h] || h.lost != nil || h.until <= 0 {
-				continue // reported above, told in time, or no deadline to judge by
-			}
-			due := h.until + tolerance
-			if due > horizon || (h.release != nil && h.release.At <= due) {
-				continue // not judged yet, or the holder let go in time
-			}
-			for _, g := range gone {
-				// Believed at g: acquired by then, not released yet.
-				if g.Lock != h.acq.Lock || g.At < h.acq.At || (h.release != nil && h.release.At <= g.At) || g.At >= h.until {
-					continue
-				}
-				what := "never told"
-				if h.release != nil {
-					what = "not told; released at " + ms(h.release.At)
-				}
-				vs = append(vs, Violation{
-					Kind:   kindLateLoss,
-					Events: []Event{h.acq, g},
-					Detail: fmt.Sprintf("lock %q: %s's hold (fence %d, deadline %s) lost its majority at %s and was %s",
-						h.acq.Lock, h.acq.Client, h.acq.Fence, ms(h.until), ms(g.At), what),
-				})
-				break
-			}
-		}
-	}
-	sortByTime(vs)
-	return vs
-}
-
 // when is the time a violation is filed under: the last of its events.
 func when(v Violation) time.Duration {
 	var t time.Duration
@@ -525,47 +305,4 @@ func sortByTime(vs []Violation) {
 // ms formats d in milliseconds, the unit of the timeline's axis.
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-}
-
-// SummaryRow is one run in a [SummaryTable].
-type SummaryRow struct {
-	Name   string  // the run, such as the test name
-	Report *Report // what Check found; nil prints dashes
-
-	// ControlCaught is nil for an ordinary run. For a negative control (a
-	// run built to break an invariant, proving the checker can fail) it
-	// says whether the checker caught the breach.
-	ControlCaught *bool
-}
-
-// SummaryTable writes a plain-text table, columns aligned, one row per run:
-// faults injected, acquisitions, and the number of violations of each kind
-// (overlaps, fence-order violations, stale writes accepted, lost increments,
-// late losses), and, for negative controls, whether the control was caught
-// ("caught" or "MISSED"; "-" for ordinary runs). It returns the first write
-// error.
-func SummaryTable(w io.Writer, rows []SummaryRow) error {
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tFAULTS\tACQUISITIONS\tOVERLAPS\tFENCE-ORDER\tSTALE-WRITES\tLOST-INCREMENTS\tLATE-LOSSES\tCONTROL")
-	for _, row := range rows {
-		control := "-"
-		if row.ControlCaught != nil {
-			control = "MISSED"
-			if *row.ControlCaught {
-				control = "caught"
-			}
-		}
-		if r := row.Report; r != nil {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", row.Name, r.Faults, r.Acquisitions,
-				len(r.Overlaps), len(r.FenceOrder), len(r.StaleWrites), len(r.LostIncrements), len(r.LateLoss), control)
-		} else {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", row.Name, control)
-		}
-	}
-	tw.Flush() // cannot fail: it writes to buf
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("redlocktest: writing summary table: %w", err)
-	}
-	return nil
 }
