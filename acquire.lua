@@ -1,29 +1,120 @@
--- Acquire (or re-acquire) the lock on one node.
+-- Acquire the lock on one node, for one attempt of one Acquire call.
 -- KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
--- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] "1" to increment the fence counter
--- Returns {1, fence} when the key now holds our token (fence is 0 when
--- fencing is off), {0, pttl} when another token holds it.
--- Checks come first so that an error leaves both keys untouched.
+-- ARGV[1] this attempt's value, "<token>.<attempt>" (the token has no dot)
+-- ARGV[2] ttl in ms
+-- ARGV[3] "1" to increment the fence counter, "0" for no fencing
+-- The waiting order (see queue.go), all in the lock's hash slot:
+-- KEYS[3] the queue: zset of waiting calls' entries, scored by priority
+-- KEYS[4] the queue's expiries: zset of the same entries, scored by node time
+-- ARGV[4] "wait": a free key goes to the queue's head only (or anyone when
+--         the queue is empty), and a refused caller takes or keeps its place;
+--         "try": a free key goes to the caller only when the queue is empty,
+--         and a refused caller is not queued; anything else: no queue (barge)
+-- ARGV[5] the call's queue entry "<token>:<client>"; ARGV[6] its priority, a decimal
+-- the client fixed for the call; ARGV[7] how long the entry lives, in ms
+-- Returns {1, fence} when the key now holds this attempt's value, with fence
+-- the counter as a decimal string (exact past 2^53; "0" without fencing);
+-- {0, pttl} when someone else holds the key (or a later attempt of the same
+-- call: an attempt never takes a key back from a newer one), or {0, 0} when
+-- the key is free but another waiter comes first; in "wait" mode a third
+-- element gives the caller's rank in the queue (0: the head).
+-- Every check comes first, so an error leaves every key untouched:
+-- WRONGTYPE for a key of another type, BADCOUNTER for a counter that is not
+-- a decimal in [0, 2^63-2] (INCR would fail or overflow after the SET).
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'none' and t ~= 'string' then
   return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
+end
+local mode = ARGV[4]
+local queued = mode == 'wait' or mode == 'try'
+if queued then
+  for i = 3, 4 do
+    local qt = redis.call('TYPE', KEYS[i])['ok']
+    if qt ~= 'none' and qt ~= 'zset' then
+      return redis.error_reply('WRONGTYPE queue key ' .. KEYS[i] .. ' holds a ' .. qt .. ', not a queue')
+    end
+  end
 end
 if ARGV[3] == '1' then
   local ct = redis.call('TYPE', KEYS[2])['ok']
   if ct ~= 'none' and ct ~= 'string' then
     return redis.error_reply('WRONGTYPE fence counter key ' .. KEYS[2] .. ' holds a ' .. ct .. ', not a counter')
   end
+  local c = redis.call('GET', KEYS[2])
+  if c ~= false then
+    local decimal = c == '0' or string.match(c, '^[1-9]%d*$')
+    if not decimal or #c > 19 or (#c == 19 and c >= '9223372036854775807') then
+      return redis.error_reply('BADCOUNTER fence counter ' .. KEYS[2] .. ' holds "' .. string.sub(c, 1, 32) ..
+        '", not a decimal counter below 2^63-1')
+    end
+  end
 end
+-- now: node time in ms. head: drops the expired entries (dead waiters) and
+-- returns the queue's head, or false when nobody waits.
+local function now()
+  local tm = redis.call('TIME')
+  return tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local function head()
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    return false
+  end
+  local n = now()
+  repeat
+    local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', n, 'LIMIT', 0, 100)
+    if #dead > 0 then
+      redis.call('ZREM', KEYS[3], unpack(dead))
+      redis.call('ZREM', KEYS[4], unpack(dead))
+    end
+  until #dead < 100
+  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] or false
+end
+-- refuse answers a refused caller, after taking or keeping its place in
+-- "wait" mode (its priority stays the one the client fixed for the call).
+local function refuse(pttl)
+  if mode ~= 'wait' then
+    return {0, pttl}
+  end
+  head()
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
+  redis.call('ZADD', KEYS[4], now() + tonumber(ARGV[7]), ARGV[5])
+  -- Every entry expires within ARGV[7] of its last refresh, so the queue
+  -- keys can too: a queue nobody looks at again leaves nothing behind.
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  redis.call('PEXPIRE', KEYS[4], ARGV[7])
+  return {0, pttl, redis.call('ZRANK', KEYS[3], ARGV[5])}
+end
+local v = ARGV[1]
 local cur = redis.call('GET', KEYS[1])
 if cur == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-elseif cur == ARGV[1] then
-  -- Our own token: a retry after a lost reply. Refresh and succeed.
+  if queued then
+    local h = head()
+    if h and h ~= ARGV[5] then
+      return refuse(0)
+    end
+  end
+  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+elseif cur == v then
+  -- This very attempt, resent after a lost reply: refresh and succeed.
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 else
-  return {0, redis.call('PTTL', KEYS[1])}
+  -- An earlier attempt of the same call (same token) may hold the key: a
+  -- late grant. Take it over; never the other way round, or a delayed
+  -- request of an old attempt could hand the key back to a value whose
+  -- cleanup is on its way.
+  local dot = string.find(v, '.', 1, true)
+  local prefix = string.sub(v, 1, dot)
+  local mine = tonumber(string.sub(v, dot + 1))
+  local theirs = string.sub(cur, 1, #prefix) == prefix and tonumber(string.sub(cur, #prefix + 1))
+  if theirs and mine and theirs < mine then
+    redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+  else
+    return refuse(redis.call('PTTL', KEYS[1]))
+  end
 end
 if ARGV[3] == '1' then
-  return {1, redis.call('INCR', KEYS[2])}
+  redis.call('INCR', KEYS[2])
+  -- GET, not INCR's reply: that passes through a Lua number (2^53).
+  return {1, redis.call('GET', KEYS[2])}
 end
-return {1, 0}
+return {1, '0'}

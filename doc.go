@@ -4,47 +4,74 @@
 //
 // # The algorithm
 //
-// [Client.Acquire] sends one Lua script to all N nodes at once. On each node
-// it sets the lock key to a random 128-bit token with a TTL if the key is
-// free (or already holds this token: a retry after a lost reply must not
-// lock us out), and increments the name's fence counter. Acquire decides as
-// soon as the outcome is known: a majority granted, or so many refused that
-// a majority is impossible. A slow or dead minority never delays it: each
-// node has a per-node timeout ([Options].NodeTimeout) that the client
-// enforces itself. The lease is then valid for
+// [Client.Acquire] draws a random 128-bit token and sends one Lua script to
+// all N nodes at once. Attempt k of the call sets the lock key to its own
+// value "<token>.<k>" with a TTL if the key is free, holds that very value
+// (a resent request after a lost reply must not lock us out), or holds an
+// earlier attempt of the same call (a late grant of ours); and it
+// increments the name's fence counter. Acquire decides as soon as the
+// outcome is known: a majority granted, or so many refused that a majority
+// is impossible. A slow or dead minority never delays it: each node has a
+// per-node timeout ([Options].NodeTimeout) that the client enforces itself.
+// The lease is then valid for
 //
 //	validity = TTL - elapsed - (TTL*DriftFactor + 2ms)
 //
-// and the acquisition succeeds only if that is positive. Otherwise, or
-// without a majority, the keys it set are deleted again, on every node
-// (answers that arrive late delete themselves), and Acquire retries after a
-// jittered delay, or sooner when the holder releases: waiters are woken by
-// a pub/sub notice.
+// until the local deadline start + validity, and the acquisition succeeds
+// only if that deadline is still ahead when Acquire returns. Otherwise, or
+// without a majority, the attempt's keys are deleted again with the
+// attempt's exact value (answers that arrive late, grants or errors, clean
+// up after themselves), and Acquire retries after a jittered delay, or
+// sooner when the holder releases: waiters are woken by a pub/sub notice.
+// Because each attempt deletes only its own value, a cleanup that reaches a
+// node late never deletes the key of a later attempt.
+//
+// Waiting calls line up in one order that every node keeps alike: each node
+// grants a free key only to the head of the name's queue (ordered by each
+// time each call began to contend, as its client saw it), and a release wakes only that
+// head, so it wins every node on its first try. The order only adds
+// refusals, never a grant. A try-lock never queues, and
+// [AcquireOptions].Barging opts out (see the README, "Waiting in order").
 //
 // Extend and Release are compare-then-act scripts: they touch a key only if
-// it holds this lock's token. Extend needs a majority and never re-creates
-// an expired key; Release deletes on every node.
+// it holds a value of this lock's call ("<token>." and any attempt). Extend
+// needs a majority and never re-creates an expired key; Release deletes on
+// every node.
 //
 // # Knowing you lost it
 //
 // The holder's local deadline is the start of the acquisition (or of the
 // last extend) plus the validity, on this process's monotonic clock.
 // [Lock.Done] is closed at that deadline unless an extend succeeded first;
-// [Lock.Context] gives a context that is cancelled then. With
-// [AcquireOptions].AutoExtend a watchdog extends the lease every TTL/3 and
-// stops when the lock is released or an extend fails.
+// [Lock.Context] gives a context that is cancelled then, whose cause
+// ([Lock.Err]) says why. An extend that returns after the deadline never
+// revives the lock. With [AcquireOptions].AutoExtend a watchdog extends the
+// lease every TTL/3. One round that misses its quorum (a node restarting, a
+// slow link) does not end a lease that still has two thirds of its TTL: the
+// watchdog retries, jittered, until the deadline minus one node timeout.
+// The lock is lost when the deadline passes or when a majority answers that
+// the key is no longer ours; the failed round's [*QuorumError] is then the
+// cause.
 //
 // # Fencing tokens
 //
 // Every acquisition returns a fence ([Lock.Fence]) that is larger than the
 // fence of every acquisition of the same name that completed before it
 // began. The acquire script increments a per-name counter on each granting
-// node; the fence F is the largest value among them. Unless a majority
-// already returned exactly F (the usual case, one round trip in all), F is
-// written back to a majority before Acquire returns: any later majority
-// overlaps that one, so its increment there exceeds F. Downstream stores
-// keep the highest fence they accepted per resource and reject lower ones;
-// that keeps them correct even when the lock's own assumptions break.
+// node and returns it exactly (as a decimal string: no Lua number, so no
+// rounding past 2^53); the fence F is the largest value among them. Unless
+// a majority already returned exactly F (the usual case, one round trip in
+// all), F is written back to a majority before Acquire returns: any later
+// majority overlaps that one, so its increment there exceeds F.
+//
+// Two holds that overlap in time (possible only when Redlock's assumptions
+// break, say a clock jump during an acquisition) can reach the same F
+// through different majorities. So the guards ([FenceGuard], [RedisGuard],
+// [SQLGuard]) record the owner with the fence: they accept a fence above
+// the highest accepted, or equal to it from the same owner only. No two
+// holders ever both get an access accepted at one fence, and a stale
+// holder's lower fence is rejected: that keeps a store correct even when
+// the lock's own assumptions break. Fence 0 (fencing off) is refused.
 //
 // # Where the safety ends
 //
@@ -77,7 +104,10 @@
 //
 // For lock name "orders:42" the lock key is "redlock:{orders:42}" and the
 // fence counter "redlock:{orders:42}:fence" (the prefix is
-// [Options].KeyPrefix). The counter has no TTL and is never deleted: that is
-// what keeps fences increasing. Turn fencing off
+// [Options].KeyPrefix); the braces are a Redis Cluster hash tag, so names
+// may not contain '{' or '}', and are at most [MaxNameLen] bytes. The
+// counter has no TTL and is never deleted: that is what keeps fences
+// increasing. A counter that is not a decimal in [0, 2^63-2] fails the
+// acquire with [ErrBadCounter] before anything is written. Turn fencing off
 // ([AcquireOptions].NoFence) for names of unbounded cardinality.
 package redlock

@@ -25,6 +25,24 @@ var (
 	// ErrReleased: the lock was released by its holder; it cannot be
 	// extended or released again.
 	ErrReleased = errors.New("redlock: lock released")
+
+	// ErrClosed: Acquire was called after [Client.Close]. Create a new
+	// Client with [New] to take more locks.
+	ErrClosed = errors.New("redlock: client closed: create a new Client with New to acquire locks")
+
+	// ErrHeld: a node answered that another owner holds the lock (a busy
+	// lock, as opposed to nodes that could not be reached). A failed
+	// Acquire's error matches it when at least one node said so;
+	// [QuorumError].Held counts them and each node's [*HeldError] gives
+	// the holder's remaining TTL there.
+	ErrHeld = errors.New("redlock: held by another owner")
+
+	// ErrBadCounter: a node's fence counter key holds something that is
+	// not a decimal counter in [0, 2^63-2] (corrupt, negative, or about to
+	// overflow). The acquire changed nothing on that node and is not
+	// retried there: repair or delete the key by hand — deleting it lets
+	// fences repeat unless it is set back to at least its old value.
+	ErrBadCounter = errors.New("redlock: fence counter is not a counter")
 )
 
 // errNodeTimeout is a node that did not answer within the per-node timeout.
@@ -36,15 +54,28 @@ func (e nodeTimeoutError) Error() string {
 	return fmt.Sprintf("no answer within %v (raise Options.NodeTimeout if the node is just slow)", e.after)
 }
 
-// heldError is a node on which another owner holds the lock.
-type heldError struct{ ttl time.Duration }
+// HeldError is a node on which another owner holds the lock, with the
+// holder's remaining TTL there (negative: no expiry). It matches [ErrHeld].
+type HeldError struct{ TTL time.Duration }
 
-func (e heldError) Error() string {
-	if e.ttl < 0 {
+func (e *HeldError) Error() string {
+	if e.TTL < 0 {
 		return "held by another owner, with no expiry"
 	}
-	return fmt.Sprintf("held by another owner for %v more", e.ttl)
+	return fmt.Sprintf("held by another owner for %v more", e.TTL)
 }
+
+// Is reports whether target is ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// badCounterError is a node that refused an acquire because its fence
+// counter is corrupt (the script's BADCOUNTER error).
+type badCounterError struct{ err error }
+
+func (e badCounterError) Error() string {
+	return e.err.Error() + ": repair the key (set it to at least its highest fence) or use another KeyPrefix"
+}
+func (e badCounterError) Unwrap() []error { return []error{ErrBadCounter, e.err} }
 
 // notOursError is a node on which the key is gone or holds another token.
 type notOursError struct{}
@@ -74,6 +105,7 @@ type QuorumError struct {
 	Name     string        // lock name
 	Quorum   int           // answers needed
 	Agreed   int           // answers that agreed
+	Held     int           // acquire: nodes that answered that another owner holds the lock
 	Validity time.Duration // when the quorum came too late: the validity left (<= 0)
 	Attempts int           // acquire attempts made
 	Nodes    []error       // per node, in node order: nil where the node agreed
@@ -132,14 +164,41 @@ func (e *QuorumError) Unwrap() []error {
 }
 
 // permanent reports whether a node error will not go away by retrying: the
-// key is of the wrong type, or the node refuses our credentials or commands.
-// Such nodes count against the quorum for good, so Acquire fails fast once
-// they make the quorum impossible.
+// key is of the wrong type, the fence counter is corrupt, the node is a
+// read-only replica, the keys are in different Cluster slots, or the node
+// refuses our credentials or commands. Such nodes count against the quorum
+// for good, so Acquire fails fast once they make the quorum impossible.
 func permanent(err error) bool {
-	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH"} {
+	if errors.Is(err, ErrBadCounter) {
+		return true
+	}
+	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// nodeErrorsOf turns a round's answers into one error per node (nil where the
+// node agreed), naming the node.
+func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused func(T) error) []error {
+	errs := make([]error, len(r.replies))
+	for i, rp := range r.replies {
+		var err error
+		switch {
+		case !r.answered[i]:
+			err = nodeTimeoutError{after: timeout}
+		case redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
+			err = badCounterError{rp.err}
+		case rp.err != nil:
+			err = rp.err
+		default:
+			err = refused(rp.val)
+		}
+		if err != nil {
+			errs[i] = &NodeError{Node: i, Addr: c.nodes[i].addr, Err: err}
+		}
+	}
+	return errs
 }

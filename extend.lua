@@ -1,11 +1,13 @@
--- Extend the lock on one node, only if it still holds our token.
--- KEYS[1] lock key; ARGV[1] token, ARGV[2] ttl in ms.
--- Returns 1 when extended, 0 when the key is gone or holds another token.
--- An expired key is never re-created here: that would hide the gap.
+-- Extend the lock on one node, only if it holds a value of our Acquire call.
+-- KEYS[1] lock key; ARGV[1] the call's prefix "<token>." (matches the value
+-- of every attempt of the call); ARGV[2] ttl in ms.
+-- Returns 1 when extended, 0 when the key is gone or holds another owner's
+-- value. An expired key is never re-created here: that would hide the gap.
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
   return 0
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local cur = redis.call('GET', KEYS[1])
+if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0

@@ -2,17 +2,9 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-//go:embed fence.lua
-var fenceSrc string
-
-var fenceScript = redis.NewScript(fenceSrc)
 
 // fencePlan is what phase 1 of a fenced acquisition decided.
 type fencePlan struct {
@@ -51,7 +43,7 @@ func planFence(granted []uint64, quorum int) fencePlan {
 // and reports whether a quorum acknowledged it. It never lowers a counter.
 func (c *Client) writeBackFence(ctx context.Context, counterKey string, f uint64, timeout time.Duration) *round[int64] {
 	arg := strconv.FormatUint(f, 10)
-	return fanout(ctx, len(c.nodes), c.quorum, timeout,
+	return fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
 		func(ctx context.Context, i int) (int64, error) {
 			return fenceScript.Run(ctx, c.nodes[i].client, []string{counterKey}, arg).Int64()
 		},

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,17 +11,30 @@ import (
 )
 
 // ErrStaleFence: the store has already accepted a higher fence for this
-// resource; nothing was changed. The holder that gets it has lost its lock to
-// a newer holder (its lease ran out during a pause, a slow network or a clock
-// jump) and must stop: acquire the lock again before retrying. The errors the
-// guards return match it with [errors.Is] and name the resource, the fence
-// and the highest fence accepted.
+// resource, or the same fence from another holder; nothing was changed. The
+// holder that gets it has lost its lock to a newer holder (its lease ran out
+// during a pause, a slow network or a clock jump) and must stop: acquire the
+// lock again before retrying. The errors the guards return match it with
+// [errors.Is] and name the resource, the fence and the highest fence
+// accepted.
 //
 // Three guards make a downstream store reject a stale holder's access:
 // [FenceGuard] for stores inside one program, [RedisGuard] for a Redis
-// store, and [SQLGuard] for a row in a SQL database. Each accepts an access
-// only if its fence is at least the highest fence accepted for the resource
-// so far, and records it, in one atomic step.
+// store, and [SQLGuard] for a row in a SQL database. All three implement one
+// rule, in one atomic step per access: with highest the highest fence
+// accepted for the resource so far and owner the [OwnerID] of the holder it
+// was accepted from, an access with fence f from a holder with owner id o is
+// accepted if f > highest, or f == highest and o == owner; (f, o) is then
+// recorded. Fence 0 (a lock taken with [AcquireOptions].NoFence) is refused
+// with [ErrNoFence].
+//
+// Why the owner: Redlock's fences are ordered for holds that completed
+// before another began, but two holds that overlap (its timing assumptions
+// broke: a clock jump on a node while an acquisition was in flight) can get
+// the same fence. A guard that accepted an equal fence from anyone would let
+// both write. Recording the owner lets the holder that reached the store
+// first keep it at that fence, while the other is refused as stale; the same
+// holder rewriting at its own fence still passes.
 //
 // Fence reads too, not only writes. A read-modify-write under the lock is
 // safe only if the read also records the fence. Otherwise a stale holder A
@@ -30,6 +45,56 @@ import (
 // A's later write is rejected.
 var ErrStaleFence = errors.New("redlock: stale fence")
 
+// ErrNoFence: a guard was given fence 0, the fence of a lock acquired with
+// [AcquireOptions].NoFence. Such a lock cannot be told apart from any other
+// holder, so every guard refuses it and records nothing: acquire the lock
+// with fencing on (the default) to access a fenced store. The errors the
+// guards return match it with [errors.Is].
+var ErrNoFence = errors.New("redlock: fence 0: the lock was acquired with NoFence, so no guard can order it against other holders; acquire it with fencing on (AcquireOptions.NoFence false) to access a fenced store")
+
+// Holder is what a guard needs from the holder of a lock: its fence and its
+// token. *[Lock] implements it; a process that received a fence and a token
+// from elsewhere (the CLI passes REDLOCK_FENCE and REDLOCK_TOKEN to its
+// child) makes one with [HolderOf]. The guards never store the token, only
+// its [OwnerID].
+type Holder interface {
+	Fence() uint64
+	Token() string
+}
+
+var _ Holder = (*Lock)(nil)
+
+// HolderOf returns a Holder with the given fence and token, for a process
+// that received them from the one holding the lock.
+func HolderOf(fence uint64, token string) Holder { return holder{fence, token} }
+
+type holder struct {
+	fence uint64
+	token string
+}
+
+func (h holder) Fence() uint64 { return h.fence }
+func (h holder) Token() string { return h.token }
+
+// OwnerID returns the owner id the guards record with a fence for the holder
+// of token: the lowercase hex of the first 16 bytes of SHA-256(token). The
+// token itself is the secret proof of lock ownership (whoever knows it can
+// extend or release the lock), so a store must not learn it; the owner id
+// tells holders apart without revealing it. SQL users may use it to read or
+// set the owner column themselves.
+func OwnerID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:16])
+}
+
+// fenceAccepts is the rule every guard implements (see [ErrStaleFence]): an
+// access with fence from owner is accepted iff fence is above highest, or
+// equal to it and from highestOwner, the owner it was accepted from. Fence 0
+// is refused before this rule is applied.
+func fenceAccepts(highest uint64, highestOwner string, fence uint64, owner string) bool {
+	return fence > highest || (fence == highest && owner == highestOwner)
+}
+
 // staleFence returns an error matching ErrStaleFence for resource (as it
 // should be printed), the fence rejected and the highest fence accepted.
 func staleFence(resource string, fence uint64, highest string) error {
@@ -38,10 +103,26 @@ func staleFence(resource string, fence uint64, highest string) error {
 		ErrStaleFence, resource, fence, highest)
 }
 
+// fenceTie returns an error matching ErrStaleFence for resource (as it
+// should be printed) and fence, already accepted from another holder.
+func fenceTie(resource string, fence uint64) error {
+	return fmt.Errorf("%w: %s: fence %d is already held by another holder: two holds of the lock "+
+		"overlapped and got the same fence (Redlock's timing assumptions broke, such as a clock jump on a node); "+
+		"the holder that reached the store first keeps it, so stop and acquire the lock again before retrying",
+		ErrStaleFence, resource, fence)
+}
+
+// noFence returns an error matching ErrNoFence for resource (as it should be
+// printed).
+func noFence(resource string) error {
+	return fmt.Errorf("%w: %s", ErrNoFence, resource)
+}
+
 // FenceGuard fences access to stores inside one program: a map, a file, an
 // in-memory cache that several holders of one lock may touch. Do runs an
-// access only if its fence is at least the highest fence accepted so far for
-// its resource.
+// access only if its holder's fence is above the highest fence accepted so
+// far for its resource, or equal to it and from the same holder (the rule of
+// [ErrStaleFence]).
 //
 // The zero value is ready to use. A FenceGuard is safe for concurrent use and
 // must not be copied after first use. It remembers the highest fence of every
@@ -56,6 +137,7 @@ type FenceGuard struct {
 type fenceSlot struct {
 	mu      sync.Mutex    // held across the check, the record and the access
 	highest atomic.Uint64 // written only under mu; read without it by Highest
+	owner   string        // OwnerID of the holder highest was accepted from; under mu
 }
 
 // slot returns the slot of resource, creating it if create is set; nil if
@@ -74,26 +156,38 @@ func (g *FenceGuard) slot(resource string, create bool) *fenceSlot {
 	return s
 }
 
-// Do runs access (a read or a write of resource) only if fence is at least
-// the highest fence accepted for resource, and records fence. The check, the
+// Do runs access (a read or a write of resource) only if h's fence is above
+// the highest fence accepted for resource, or equal to it and accepted from
+// h (the same token), and records the fence and h's [OwnerID]. The check, the
 // record and access run under one lock per resource, so they are atomic:
 // accesses to one resource run one at a time, accesses to different
 // resources in parallel. Fence reads as well as writes (see [ErrStaleFence]
 // for why).
 //
-// If fence is lower than the highest accepted, Do returns an error matching
-// [ErrStaleFence] and does not call access. An error from access is returned
+// If the fence is lower than the highest accepted, or equal to it but
+// accepted from another holder, Do returns an error matching
+// [ErrStaleFence] and does not call access; if it is 0, one matching
+// [ErrNoFence]. An error from access is returned
 // as is, and the fence stays recorded (so does it if access panics). A nil
 // access only records the fence. access must not call Do for the same
 // resource: that deadlocks.
-func (g *FenceGuard) Do(resource string, fence uint64, access func() error) error {
+func (g *FenceGuard) Do(resource string, h Holder, access func() error) error {
+	fence := h.Fence()
+	if fence == 0 {
+		return noFence(strconv.Quote(resource))
+	}
+	owner := OwnerID(h.Token())
 	s := g.slot(resource, true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.highest.Load(); fence < h {
-		return staleFence(strconv.Quote(resource), fence, strconv.FormatUint(h, 10))
+	if highest := s.highest.Load(); !fenceAccepts(highest, s.owner, fence, owner) {
+		if fence == highest {
+			return fenceTie(strconv.Quote(resource), fence)
+		}
+		return staleFence(strconv.Quote(resource), fence, strconv.FormatUint(highest, 10))
 	}
 	s.highest.Store(fence)
+	s.owner = owner
 	if access == nil {
 		return nil
 	}

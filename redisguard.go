@@ -20,14 +20,17 @@ var guardScript = redis.NewScript(guardSrc)
 const guardFencePrefix = "redlock-fence:"
 
 // RedisGuard fences reads and writes to a downstream Redis: each call is one
-// Lua script that checks the fence against the highest fence recorded for
-// the resource, records it and does the access, atomically. A call with a
-// fence lower than the recorded one changes nothing and returns an error
-// matching [ErrStaleFence].
+// Lua script that checks the holder's fence against the highest fence
+// recorded for the resource and the owner it came from (the rule of
+// [ErrStaleFence]), records both and does the access, atomically. A call
+// with a fence lower than the recorded one, or equal to it from another
+// holder, changes nothing and returns an error matching [ErrStaleFence]; a
+// call with fence 0 changes nothing and returns one matching [ErrNoFence].
 //
-// The highest fence of resource is kept in the key
-// "redlock-fence:{<resource>}", with no expiry: deleting it would let a
-// stale holder back in. One resource may cover many data keys; each call
+// The highest fence of resource and its owner are kept in the key
+// "redlock-fence:{<resource>}" as "<fence>:<owner>" (the holder's
+// [OwnerID], never its token; a plain "<fence>" reads as owner ""), with no
+// expiry: deleting it would let a stale holder back in. One resource may cover many data keys; each call
 // names one. With Redis Cluster, the script's keys must share a hash slot:
 // the braces in the fence key are a hash tag, so data keys must carry the
 // same tag, "{<resource>}" (for resource "orders:42", a data key such as
@@ -50,13 +53,14 @@ func NewRedisGuard(rdb redis.Scripter) *RedisGuard {
 	return &RedisGuard{rdb: rdb}
 }
 
-// Set sets key to value if fence is at least the highest fence recorded for
-// resource, and records fence, atomically. If the fence is lower it changes
-// nothing and returns an error matching [ErrStaleFence]. If key holds
+// Set sets key to value if h's fence is above the highest fence recorded for
+// resource, or equal to it and recorded from h, and records the fence and
+// h's owner id, atomically. Otherwise it changes nothing and returns an
+// error matching [ErrStaleFence] ([ErrNoFence] for fence 0). If key holds
 // something other than a string, or the fence key was written by someone
 // else, Set changes nothing and says so.
-func (g *RedisGuard) Set(ctx context.Context, resource, key, value string, fence uint64) error {
-	status, _, err := g.run(ctx, "set", resource, key, fence, value)
+func (g *RedisGuard) Set(ctx context.Context, resource, key, value string, h Holder) error {
+	status, _, err := g.run(ctx, "set", resource, key, h, value)
 	if err != nil {
 		return err
 	}
@@ -66,14 +70,15 @@ func (g *RedisGuard) Set(ctx context.Context, resource, key, value string, fence
 	return nil
 }
 
-// Get reads key if fence is at least the highest fence recorded for
-// resource, and records fence, atomically; ok is false if key does not
-// exist. Recording the fence on a read is what makes a read-modify-write
-// safe: once a newer holder has read, an older holder's later Set is
-// rejected (see [ErrStaleFence]). With a lower fence, Get returns an error
-// matching ErrStaleFence and changes nothing.
-func (g *RedisGuard) Get(ctx context.Context, resource, key string, fence uint64) (value string, ok bool, err error) {
-	status, v, err := g.run(ctx, "get", resource, key, fence, "")
+// Get reads key if h's fence is above the highest fence recorded for
+// resource, or equal to it and recorded from h, and records the fence and
+// h's owner id, atomically; ok is false if key does not exist. Recording the
+// fence on a read is what makes a read-modify-write safe: once a newer
+// holder has read, an older holder's later Set is rejected (see
+// [ErrStaleFence]). Otherwise Get returns an error matching ErrStaleFence
+// ([ErrNoFence] for fence 0) and changes nothing.
+func (g *RedisGuard) Get(ctx context.Context, resource, key string, h Holder) (value string, ok bool, err error) {
+	status, v, err := g.run(ctx, "get", resource, key, h, "")
 	if err != nil {
 		return "", false, err
 	}
@@ -113,17 +118,21 @@ func guardFenceKey(resource string) string {
 	return guardFencePrefix + "{" + resource + "}"
 }
 
-// run runs the guard script for a set or get of key and returns its status
-// and value. A stale fence is returned as an error.
-func (g *RedisGuard) run(ctx context.Context, op, resource, key string, fence uint64, value string) (int64, string, error) {
+// run runs the guard script for a set or get of key by h and returns its
+// status and value. A stale fence is returned as an error.
+func (g *RedisGuard) run(ctx context.Context, op, resource, key string, h Holder, value string) (int64, string, error) {
 	if resource == "" {
 		return 0, "", errEmptyResource
+	}
+	fence := h.Fence()
+	if fence == 0 {
+		return 0, "", noFence("resource " + strconv.Quote(resource))
 	}
 	fenceKey := guardFenceKey(resource)
 	if key == fenceKey {
 		return 0, "", fmt.Errorf("redlock: fenced %s: key %q is the fence key of resource %q: use another key for the data", op, key, resource)
 	}
-	res, err := guardScript.Run(ctx, g.rdb, []string{fenceKey, key}, op, strconv.FormatUint(fence, 10), value).Slice()
+	res, err := guardScript.Run(ctx, g.rdb, []string{fenceKey, key}, op, strconv.FormatUint(fence, 10), OwnerID(h.Token()), value).Slice()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "CROSSSLOT") {
 			return 0, "", fmt.Errorf("redlock: fenced %s of %q: with Redis Cluster the data key must carry the hash tag {%s} of the resource's fence key %s: %w", op, key, resource, fenceKey, err)
@@ -134,8 +143,11 @@ func (g *RedisGuard) run(ctx context.Context, op, resource, key string, fence ui
 	if err != nil {
 		return 0, "", fmt.Errorf("redlock: fenced %s of %q: %w", op, key, err)
 	}
-	if status == 0 {
+	switch status {
+	case 0:
 		return 0, "", staleFence("resource "+strconv.Quote(resource), fence, v)
+	case 3:
+		return 0, "", fenceTie("resource "+strconv.Quote(resource), fence)
 	}
 	return status, v, nil
 }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -22,31 +23,46 @@ func (c *Client) releaseChannel(key string) string {
 // waker wakes waiting Acquire calls when the lock they wait for is released,
 // so that handoff takes one round trip instead of a retry delay. It keeps
 // one subscription connection per node for the whole client, subscribed to
-// the channels of the names being waited for. A notice wakes the local
-// waiter that has waited longest, one per notice: waking them all would only
-// have them split the vote among themselves. A notice is a hint, not a
-// grant: the waiter still has to win the next attempt, and a lost notice
-// costs one retry delay.
+// the channels of the names being waited for. A notice that names a waiter
+// (the head of the name's queue, see queue.go) wakes that waiter if it is
+// ours; any notice also wakes the local barging waiter that has waited
+// longest, one per notice: waking them all would only have them split the
+// vote among themselves. A notice is a hint, not a grant: the waiter still
+// has to win the next attempt, and a lost notice costs one retry delay.
 type waker struct {
+	id      string // names this Client in queue entries: its release notices come on "<channel>:<id>"
 	nodes   []node
 	timeout time.Duration
+	logger  *slog.Logger // nil: silent
+	need    int          // notices naming a queued waiter that wake it: a quorum
 
-	mu      sync.Mutex                 // protects the fields below
-	waiters map[string][]chan struct{} // channel -> waiters, longest waiting first
-	kicks   []chan struct{}            // per node, buffered 1: the wanted set changed
-	stop    chan struct{}              // closed by close
+	mu      sync.Mutex           // protects the fields below
+	waiters map[string][]waiter  // channel -> waiters, longest waiting first
+	idle    map[string]time.Time // channel -> when its last waiter left, for a while
+	live    map[string]int       // channel -> how many nodes' subscriptions to it are active
+	kicks   []chan struct{}      // per node, buffered 1: the wanted set changed
+	stop    chan struct{}        // closed by close
 	closed  bool
 	wg      sync.WaitGroup // joins the per-node goroutines
 }
 
-func newWaker(nodes []node, timeout time.Duration) *waker {
-	return &waker{nodes: nodes, timeout: timeout, waiters: map[string][]chan struct{}{}}
+func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger) *waker {
+	return &waker{id: newToken()[:11], nodes: nodes, timeout: timeout, logger: logger, need: len(nodes)/2 + 1,
+		waiters: map[string][]waiter{}, idle: map[string]time.Time{}, live: map[string]int{}}
 }
 
-// watch registers a waiter for releases on channel and returns the channel
-// it is woken on and a func that unregisters it. The subscription is made in
-// the background: watch never blocks on a node.
-func (w *waker) watch(channel string) (<-chan struct{}, func()) {
+// waiter is one waiting Acquire call: id is its queue entry when it queues,
+// "" when it barges.
+type waiter struct {
+	id   string
+	ch   chan struct{}
+	seen *int // notices naming id not yet acted on
+}
+
+// watch registers a waiter with id (see waiter) for releases on channel and
+// returns the channel it is woken on and a func that unregisters it. The
+// subscription is made in the background: watch never blocks on a node.
+func (w *waker) watch(channel, id string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -55,15 +71,16 @@ func (w *waker) watch(channel string) (<-chan struct{}, func()) {
 	}
 	w.startLocked()
 	if len(w.waiters[channel]) == 0 {
+		delete(w.idle, channel)
 		w.kickLocked()
 	}
-	w.waiters[channel] = append(w.waiters[channel], ch)
+	w.waiters[channel] = append(w.waiters[channel], waiter{id: id, ch: ch, seen: new(int)})
 	return ch, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		q := w.waiters[channel]
 		for i, c := range q {
-			if c == ch {
+			if c.ch == ch {
 				q = append(q[:i:i], q[i+1:]...)
 				break
 			}
@@ -73,7 +90,7 @@ func (w *waker) watch(channel string) (<-chan struct{}, func()) {
 			return
 		}
 		delete(w.waiters, channel)
-		w.kickLocked()
+		w.idle[channel] = time.Now() // unsubscribed after subscriptionLinger (run)
 	}
 }
 
@@ -88,7 +105,7 @@ func (w *waker) startLocked() {
 		w.kicks[i] = make(chan struct{}, 1)
 		if n.sub != nil {
 			w.wg.Add(1)
-			go w.run(n.sub, w.kicks[i])
+			go w.run(n, w.kicks[i])
 		}
 	}
 }
@@ -104,12 +121,14 @@ func (w *waker) kickLocked() {
 
 // run owns node's subscription: it brings the subscribed channels in line
 // with the wanted set whenever kicked, and passes notices on.
-func (w *waker) run(sub subscriber, kick chan struct{}) {
+func (w *waker) run(n node, kick chan struct{}) {
 	defer w.wg.Done()
 	ctx := context.Background()
-	ps := sub.Subscribe(ctx)
+	ps := n.sub.Subscribe(ctx)
 	defer ps.Close()
 	msgs := ps.Channel()
+	linger := time.NewTicker(subscriptionLinger)
+	defer linger.Stop()
 	have := map[string]bool{}
 	for {
 		select {
@@ -119,7 +138,19 @@ func (w *waker) run(sub subscriber, kick chan struct{}) {
 			if !ok {
 				return
 			}
-			w.notify(m.Channel)
+			w.notify(m.Channel, m.Payload)
+		case <-linger.C:
+			w.mu.Lock()
+			for c, t := range w.idle {
+				if time.Since(t) >= subscriptionLinger {
+					delete(w.idle, c)
+				}
+			}
+			w.mu.Unlock()
+			select {
+			case kick <- struct{}{}: // drop what has been idle long enough
+			default:
+			}
 		case <-kick:
 			w.mu.Lock()
 			var add, drop []string
@@ -129,20 +160,25 @@ func (w *waker) run(sub subscriber, kick chan struct{}) {
 				}
 			}
 			for c := range have {
-				if len(w.waiters[c]) == 0 {
+				if _, recent := w.idle[c]; len(w.waiters[c]) == 0 && !recent {
 					drop = append(drop, c)
 				}
 			}
 			w.mu.Unlock()
 			sctx, cancel := context.WithTimeout(ctx, w.timeout)
 			if len(add) > 0 {
-				if ps.Subscribe(sctx, add...) == nil {
+				if err := ps.Subscribe(sctx, add...); err == nil {
 					for _, c := range add {
 						have[c] = true
+						w.setLive(c, 1)
 					}
 				} else {
 					// The node is down or slow: try again later. Until
 					// then its waiters rely on their retry delays.
+					if w.logger != nil {
+						w.logger.Warn("redlock: subscribing to release notices failed; waiters fall back to their retry delays until a retry succeeds",
+							"addr", n.addr, "retry_in", 10*w.timeout, "err", err)
+					}
 					time.AfterFunc(10*w.timeout, func() {
 						select {
 						case kick <- struct{}{}:
@@ -154,6 +190,7 @@ func (w *waker) run(sub subscriber, kick chan struct{}) {
 			if len(drop) > 0 && ps.Unsubscribe(sctx, drop...) == nil {
 				for _, c := range drop {
 					delete(have, c)
+					w.setLive(c, -1)
 				}
 			}
 			cancel()
@@ -161,21 +198,57 @@ func (w *waker) run(sub subscriber, kick chan struct{}) {
 	}
 }
 
-// notify wakes the longest-waiting waiter on channel. Every node announces
-// the same release, so one release brings up to N notices: they all go to
-// the same waiter (its wake-up is buffered once), who stays first in line
-// until it gets the lock or gives up.
-func (w *waker) notify(channel string) {
+// notify wakes the waiter named head, if it is ours, and the
+// longest-waiting barging waiter on channel. Every node announces the same
+// release, so one release brings up to N notices. A queued waiter is woken
+// by the quorum-th notice naming it: only then can its attempt win, where an
+// earlier one would meet the old holder's key on too many nodes and fail. A
+// barging waiter is woken by every notice (a wake-up is buffered once) and
+// stays first in line until it gets the lock or gives up.
+func (w *waker) notify(channel, head string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	q := w.waiters[channel]
-	if len(q) == 0 {
-		return
+	barger := false
+	for _, c := range w.waiters[channel] {
+		if c.id != "" && c.id != head || c.id == "" && barger {
+			continue
+		}
+		barger = barger || c.id == ""
+		if c.id != "" {
+			if *c.seen++; *c.seen < w.need {
+				continue
+			}
+			*c.seen = 0
+		}
+		select {
+		case c.ch <- struct{}{}:
+		default: // woken already and not yet back
+		}
 	}
-	select {
-	case q[0] <- struct{}{}:
-	default: // woken already and not yet back
+}
+
+// subscriptionLinger is how long a channel stays subscribed after its last
+// waiter left: a name contended in a loop (each Acquire call watching anew)
+// then keeps its subscription instead of unsubscribing and subscribing
+// again on every call, which costs two round trips per node and leaves a
+// window in which a release notice is lost.
+const subscriptionLinger = time.Second
+
+// setLive counts one node's subscription to channel in (+1) or out (-1).
+func (w *waker) setLive(channel string, d int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.live[channel] += d; w.live[channel] <= 0 {
+		delete(w.live, channel)
 	}
+}
+
+// subscribed reports whether notices on channel reach us from a quorum of
+// the nodes: until then a waiter must not count on being woken.
+func (w *waker) subscribed(channel string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.live[channel] >= w.need
 }
 
 // close stops the subscriptions and joins their goroutines.

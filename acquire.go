@@ -1,0 +1,235 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// AcquireOptions configures one [Client.Acquire]. A nil *AcquireOptions
+// means: wait with [DefaultRetry] until ctx ends, fencing on, no
+// auto-extend.
+type AcquireOptions struct {
+	// Retry decides whether and when to try again after a failed attempt.
+	// Nil means [DefaultRetry]; [NoRetry] makes a try-lock.
+	Retry RetryPolicy
+
+	// NoFence turns fencing off: no counter key is kept and [Lock.Fence]
+	// returns 0. Fencing costs nothing in round trips in the normal case,
+	// but each lock name keeps one small counter key per node forever (it
+	// must never be deleted, or fences could repeat). Turn it off for lock
+	// names of unbounded cardinality (one per user or per request), where
+	// those keys would pile up.
+	NoFence bool
+
+	// AutoExtend starts a watchdog that extends the lock by its TTL every
+	// TTL/3 until it is released or lost. A round that misses its quorum is
+	// retried (jittered) while the deadline is more than one node timeout
+	// away; the lock is lost when its deadline passes or a majority of the
+	// nodes no longer hold it: then [Lock.Done] fires and [Lock.Err]
+	// returns the failed round's error, which matches [ErrLost].
+	AutoExtend bool
+
+	// Barging lets the call take a free lock whoever has waited longer,
+	// as most lock libraries do. By default waiting calls line up in an
+	// order all nodes share, and a free lock goes to the one that has
+	// waited longest (see the README, "Waiting in order"); a try-lock
+	// ([NoRetry]) then takes a free lock only when nobody is waiting.
+	// Barging calls neither queue nor honour the queue.
+	Barging bool
+}
+
+// lease is what one Acquire call fixes once, and every later step of its
+// lock (extend, release, cleanup) reuses as it is.
+type lease struct {
+	name, key, fenceKey string
+	token               string // the call's token: [Lock.Token]
+	prefix              string // token + ".": the start of every attempt's value
+	ttl                 time.Duration
+	ttlArg              string        // ttl in whole ms, as the scripts take it
+	timeout             time.Duration // per-node timeout under ttl
+	fenceArg            string        // "1" fenced, "0" not
+
+	// The waiting order (queue.go), fixed by enqueue.
+	mode                    string // queueWait, queueTry or queueBarge
+	queueKey, queueTimesKey string
+	member                  string      // the call's queue entry: "<token>:<client>"
+	priority                string      // the call's rank in the queue, alike on every node
+	acquireKeys             []string    // the acquire script's KEYS
+	acquireArgs             []any       // its ARGV after the attempt's value
+	queueDone               atomic.Bool // the call no longer waits: it won or gave up
+	behind                  bool        // the last attempt found another waiter first on a quorum (queued)
+	headAttempts            int         // failed attempts in a row not behind another waiter (queued)
+	promoted                bool        // the last attempt made the call the head of a free key (queued)
+}
+
+func (c *Client) newLease(name string, ttl time.Duration, fenced bool) *lease {
+	key, fenceKey := c.Keys(name)
+	token := newToken()
+	fenceArg := "0"
+	if fenced {
+		fenceArg = "1"
+	}
+	prefix := token + "."
+	if c.sharedValue {
+		prefix = token
+	}
+	return &lease{
+		name: name, key: key, fenceKey: fenceKey, acquireKeys: []string{key, fenceKey},
+		token: token, prefix: prefix,
+		ttl: ttl, ttlArg: millis(ttl), timeout: c.nodeTimeout(ttl),
+		fenceArg: fenceArg,
+	}
+}
+
+// millis formats d in whole milliseconds, as the scripts take a TTL.
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// value is what attempt number attempt writes to the lock key: each attempt
+// of a call writes a value of its own, so that a delayed cleanup of one
+// attempt can never delete the key of the next. The lock's extend and
+// release match the prefix, so they cover every attempt of the call.
+func (ls *lease) value(attempt int) string {
+	if ls.prefix == ls.token { // the negative control: one value for all
+		return ls.token
+	}
+	return ls.prefix + strconv.Itoa(attempt)
+}
+
+// Acquire takes the lock name for ttl on a quorum of the nodes, retrying as
+// opts says until ctx ends. It returns as soon as a quorum has granted it,
+// not waiting for a slow or dead minority.
+//
+// The returned lock is valid until [Lock.ValidUntil]: the TTL less the time
+// the acquisition took and a clock-drift allowance; Acquire fails rather
+// than return a lock whose deadline has already passed. With fencing on
+// (the default), [Lock.Fence] is larger than the fence of every acquisition
+// of name that completed before this one started.
+//
+// Names are at most [MaxNameLen] bytes and contain no '{' or '}' (the name
+// is the Redis Cluster hash tag of the lock's keys).
+//
+// A failed attempt is cleaned up on every node before the next one. When
+// Acquire gives up, its error matches [ErrNotAcquired], and also ctx.Err()
+// when the context ended the wait, and [ErrHeld] when a node reported
+// another holder; a [*QuorumError] in it names each node's answer. Bad
+// arguments give an error at once, and so does a closed Client
+// ([ErrClosed]).
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	var o AcquireOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Retry == nil {
+		o.Retry = DefaultRetry()
+	}
+	start := c.clock.Now()
+	ls := c.newLease(name, ttl, !o.NoFence)
+
+	// Wait for this client's earlier Acquire calls of the same name, unless
+	// this is a try-lock (the policy allows no retry): a try-lock makes its
+	// one attempt at once.
+	leave := func() {}
+	if _, retries := o.Retry(1); retries {
+		var err error
+		if leave, err = c.turns.enter(ctx, ls.key); err != nil {
+			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: err, sentinel: ErrNotAcquired}
+			c.observe(Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
+			return nil, err
+		}
+	}
+	// The call's place in the nodes' queue dates from now: calls of one
+	// Client take turns locally first (see queue.go).
+	ls.enqueue(queueMode(&o), c.clock.Now(), c.waker.id)
+	cl := &call{leaveTurn: leave}
+	l, attempts, err := c.acquire(ctx, cl, ls, &o)
+	ls.queueDone.Store(true)
+	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
+	if err != nil {
+		if attempts > 0 {
+			c.leaveQueue(ctx, ls)
+		}
+		leave()
+		c.observe(ev)
+		return nil, err
+	}
+	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
+	c.observe(ev)
+	if o.AutoExtend {
+		l.startWatchdog()
+	}
+	return l, nil
+}
+
+// acquire runs the attempts of one Acquire call and reports how many it
+// made.
+func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOptions) (*Lock, int, error) {
+	var wake <-chan struct{}
+	channel, id := c.wakeOn(ls)
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, attempt - 1, &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Attempts: attempt - 1,
+				Nodes: make([]error, len(c.nodes)), Err: err, sentinel: ErrNotAcquired}
+		}
+		l, qerr := c.try(ctx, cl, ls, attempt)
+		if l != nil {
+			return l, attempt, nil
+		}
+		qerr.Attempts = attempt
+		if qerr.Err = ctx.Err(); qerr.Err != nil || c.hopeless(qerr) {
+			return nil, attempt, qerr
+		}
+		delay, ok := o.Retry(attempt)
+		if !ok {
+			return nil, attempt, qerr
+		}
+		if wake == nil {
+			// Contended: from now on a release of this name wakes us.
+			var cancel func()
+			wake, cancel = c.waker.watch(channel, id)
+			defer cancel()
+		}
+		t := time.NewTimer(ls.waitDelay(delay, o.Retry, func() bool { return c.waker.subscribed(channel) }))
+		select {
+		case <-t.C:
+		case <-wake:
+			t.Stop()
+			// A barging waiter shares each notice with one waiter of
+			// every other process. A short random pause spreads them
+			// out, so the first to reach the nodes takes them all
+			// instead of splitting the vote. A queued waiter is woken
+			// alone, as the head, and goes at once.
+			if ls.mode != queueWait {
+				time.Sleep(jitter(wakeSpread))
+			}
+		case <-ctx.Done():
+			t.Stop()
+			qerr.Err = ctx.Err()
+			return nil, attempt, qerr
+		}
+	}
+}
+
+// hopeless reports whether so many nodes failed for good (wrong key type,
+// a corrupt counter, a replica, refused credentials) that no retry can
+// reach a quorum.
+func (c *Client) hopeless(e *QuorumError) bool {
+	n := 0
+	for _, err := range e.Nodes {
+		if err != nil && permanent(errors.Unwrap(err)) {
+			n++
+		}
+	}
+	return n > len(c.nodes)-c.quorum
+}

@@ -1,0 +1,135 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// grant is one node's answer to the acquire script.
+type grant struct {
+	ok    bool
+	fence uint64 // the counter after the increment, when ok and fenced
+	pttl  int64  // the holder's remaining TTL in ms, when not ok
+	rank  int64  // when not ok: the caller's rank in the queue (0: the head), -1 when not queued
+}
+
+// parseGrant reads the acquire script's reply: {1, "fence"} or {0, pttl},
+// the latter with the caller's rank in the queue as a third element when it
+// queues.
+func parseGrant(v []any) (grant, error) {
+	if len(v) == 2 || len(v) == 3 {
+		switch status := v[0].(type) {
+		case int64:
+			if s, ok := v[1].(string); ok && status == 1 {
+				f, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", s)
+				}
+				return grant{ok: true, fence: f}, nil
+			}
+			if pttl, ok := v[1].(int64); ok && status == 0 {
+				g := grant{pttl: pttl, rank: -1}
+				if len(v) == 3 {
+					if rank, ok := v[2].(int64); ok {
+						g.rank = rank
+					}
+				}
+				return g, nil
+			}
+		}
+	}
+	return grant{}, fmt.Errorf("unexpected reply %v from the acquire script", v)
+}
+
+// try makes attempt number attempt of the call.
+func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lock, *QuorumError) {
+	start := c.clock.Now()
+	value := ls.value(attempt)
+	argv := ls.acquireArgv(value)
+	cl.begin(attempt)
+	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, ls.timeout,
+		func(ctx context.Context, i int) (grant, error) {
+			v, err := acquireScript.Run(ctx, c.nodes[i].client, ls.acquireKeys, argv...).Slice()
+			if err != nil {
+				return grant{}, err
+			}
+			return parseGrant(v)
+		},
+		func(g grant, err error) bool { return err == nil && g.ok },
+		func(rp reply[grant]) {
+			if (rp.err != nil || rp.val.ok) && cl.lateAnswer(attempt, rp.node) {
+				c.cleanup(ctx, ls, value, []int{rp.node})
+			}
+			if rp.err != nil || !rp.val.ok {
+				c.lateQueued(ctx, ls, rp.node)
+			}
+		})
+
+	v := validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
+	// The per-node detail is filled in only if the attempt fails.
+	qerr := &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Agreed: r.ok, Validity: v, sentinel: ErrNotAcquired}
+
+	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
+		var fence uint64
+		ok := true
+		if ls.fenceArg == "1" {
+			var granted []uint64
+			for i, rp := range r.replies {
+				if r.answered[i] && rp.err == nil && rp.val.ok {
+					granted = append(granted, rp.val.fence)
+				}
+			}
+			plan := planFence(granted, c.quorum)
+			fence = plan.fence
+			if plan.writeBack {
+				wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v))
+				if wb.ok < c.quorum {
+					ok = false
+					qerr.Op, qerr.Agreed = "fence write-back", wb.ok
+					qerr.Nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
+				} else {
+					v = validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
+					qerr.Validity = v
+					ok = v > 0
+				}
+			}
+		}
+		// Success needs a deadline still ahead when we return, not only a
+		// positive validity: the deadline counts from the start.
+		until := start.Add(v)
+		if ok && c.clock.Now().Before(until) {
+			cl.win()
+			return newLock(c, ls, fence, until, cl), nil
+		}
+		if ok {
+			qerr.Validity = until.Sub(c.clock.Now())
+		}
+	}
+
+	if qerr.Nodes == nil { // not a failed write-back, which named its own nodes
+		qerr.Nodes = nodeErrorsOf(c, r, ls.timeout, func(g grant) error {
+			if g.ok {
+				return nil
+			}
+			qerr.Held++
+			return &HeldError{TTL: time.Duration(g.pttl) * time.Millisecond}
+		})
+	}
+
+	ls.queued(c.quorum, r)
+
+	// Failed: clean up where this attempt may have set the key. Nodes that
+	// said "held" hold nothing of this attempt's; nodes still pending clean
+	// up after themselves when they answer.
+	var mine []int
+	for i, rp := range r.replies {
+		if r.answered[i] && (rp.err != nil || rp.val.ok) {
+			mine = append(mine, i)
+		}
+	}
+	mine = append(mine, cl.fail()...)
+	c.cleanup(ctx, ls, value, mine)
+	return nil, qerr
+}

@@ -1,0 +1,216 @@
+package redlock
+
+import (
+	"context"
+	"time"
+)
+
+// Extend resets the lease to ttl on a quorum of the nodes, on the nodes
+// that still hold this lock's token. The new local deadline counts from the
+// start of the extend: ttl less the time it took and the drift allowance.
+//
+// A failed extend ends the lock: the error matches [ErrLost], Done fires,
+// Err returns the error, and the keys left are released. (The watchdog of
+// [AcquireOptions].AutoExtend is more patient: it retries a failed round
+// while the lease lasts.) An extend never re-creates an expired key, and an
+// extend that returns after the deadline passed never revives the lock.
+// Extending a lock that has ended returns Err. If ctx has already ended,
+// Extend returns its error and changes nothing.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := l.c.checkTTL(ttl); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case l.extendTurn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l.extendTurn }()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if _, err := l.extendRound(ctx, ttl, false); err != nil {
+		// The keys are released even if ctx ended meanwhile.
+		l.lose(context.WithoutCancel(ctx), err)
+		return l.Err()
+	}
+	return nil
+}
+
+// extendRound runs one extend round of ttl on every node and moves the
+// deadline if a quorum extended in time. It returns a nil error on success;
+// otherwise the round's error (matching ErrLost), with lost set if the loss
+// is certain: a majority answered that the key is not ours, or the deadline
+// passed. A failed round never moves the deadline later; it moves it
+// earlier only when the nodes that did extend, with a ttl shorter than what
+// is left, will drop the key sooner. The caller holds extendTurn.
+func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (lost bool, err error) {
+	c := l.c
+	start := c.clock.Now()
+	timeout := c.nodeTimeout(ttl)
+	ttlArg := l.ls.ttlArg
+	if ttl != l.ls.ttl {
+		ttlArg = millis(ttl)
+	}
+	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
+		func(ctx context.Context, i int) (int64, error) {
+			return extendScript.Run(ctx, c.nodes[i].client, []string{l.ls.key}, l.ls.prefix, ttlArg).Int64()
+		},
+		func(v int64, err error) bool { return err == nil && v == 1 },
+		nil)
+	now := c.clock.Now()
+	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
+	candidate := start.Add(v)
+
+	certain := false
+	l.mu.Lock()
+	switch {
+	case l.err != nil:
+		// Ended while the round was on its way: it stays ended.
+		err, certain = l.err, true
+	case !now.Before(l.until):
+		// The deadline passed before the round returned (its timer may not
+		// have run yet): the lease had a gap, so the lock is lost.
+		err, certain = l.extendError(ctx, r, timeout, v), true
+	case r.ok >= c.quorum && now.Before(candidate) && ctx.Err() == nil:
+		l.setDeadlineLocked(candidate)
+		l.cause = nil
+	default:
+		qerr := l.extendError(ctx, r, timeout, v)
+		notOurs := 0
+		for i, rp := range r.replies {
+			if r.answered[i] && rp.err == nil && rp.val != 1 {
+				notOurs++
+			}
+		}
+		err, certain = qerr, notOurs >= c.quorum
+		// Nodes that did extend ran PEXPIRE ttl after start, so they hold
+		// the key until at least start+ttl-drift on our clock; the others
+		// keep their old expiry. Only a ttl shorter than what is left can
+		// bring the deadline forward. (Not start+validity: the elapsed time
+		// of a round that failed says nothing about when its nodes acted.)
+		if bound := start.Add(ttl - drift(ttl, c.opts.DriftFactor)); bound.Before(l.until) {
+			l.setDeadlineLocked(bound)
+		}
+		if !now.Before(l.until) {
+			certain = true
+		}
+		l.cause = err
+	}
+	until := l.until
+	if l.err != nil {
+		until = time.Time{}
+	}
+	l.mu.Unlock()
+	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Fence: l.fence,
+		Start: start, End: now, Until: until, Auto: auto, Err: err})
+	return certain, err
+}
+
+// extendError describes a failed extend round.
+func (l *Lock) extendError(ctx context.Context, r *round[int64], timeout, v time.Duration) *QuorumError {
+	c := l.c
+	return &QuorumError{Op: "extend", Name: l.ls.name, Quorum: c.quorum, Agreed: r.ok, Validity: v,
+		Nodes: nodeErrorsOf(c, r, timeout, func(v int64) error {
+			if v == 1 {
+				return nil
+			}
+			return notOursError{}
+		}), Err: ctx.Err(), sentinel: ErrLost}
+}
+
+// lose ends the lock as lost with err and releases the keys it may still
+// hold, so that nobody waits for their TTL; it waits for the nodes until
+// the per-node timeout or ctx ends.
+func (l *Lock) lose(ctx context.Context, err error) {
+	if l.end(err, 0) {
+		l.c.releaseAll(ctx, l.ls)
+	}
+}
+
+// startWatchdog extends the lock by its TTL every TTL/3 until it ends, in a
+// goroutine the Client owns. Release and Client.Close stop it.
+func (l *Lock) startWatchdog() {
+	ctx, stop := context.WithCancel(l.c.life)
+	l.stopWatch, l.watchDone = stop, make(chan struct{})
+	l.c.goes.Go(func() {
+		defer close(l.watchDone)
+		l.watch(ctx)
+	})
+}
+
+// stopWatchdog stops the watchdog, if any, and waits for it. That is
+// prompt: a round in flight is cancelled, and its round returns without
+// waiting for the nodes (their calls finish in the Client's goroutines).
+func (l *Lock) stopWatchdog() {
+	if l.stopWatch != nil {
+		l.stopWatch()
+		<-l.watchDone
+	}
+}
+
+// watch is the watchdog; it runs until ctx ends (Release, Client.Close) or
+// the lock does. A round that misses its quorum (a blip: a node
+// restarting, a slow link) is retried with a jittered, growing delay, as
+// long as a round can still finish before the deadline; the lock is lost
+// only when a majority says the key is not ours or the deadline passes
+// (the deadline timer ends it, with the last round's error as its cause).
+func (l *Lock) watch(ctx context.Context) {
+	ttl := l.ls.ttl
+	first := max(ttl/30, 5*time.Millisecond)
+	wait, backoff := ttl/3, first
+	for {
+		if !l.sleep(ctx, wait) {
+			return
+		}
+		select {
+		case l.extendTurn <- struct{}{}:
+		case <-ctx.Done():
+			return
+		case <-l.done:
+			return
+		}
+		certain, err := l.extendRound(ctx, ttl, true)
+		<-l.extendTurn
+		switch {
+		case err == nil:
+			wait, backoff = ttl/3, first
+			continue
+		case certain:
+			l.lose(ctx, err)
+			return
+		case ctx.Err() != nil:
+			return // stopped: the lock stays valid until its deadline
+		}
+		wait, backoff = jitter(backoff), min(2*backoff, ttl/6)
+		// The last round must be able to finish before the deadline.
+		if left := l.ValidUntil().Sub(l.c.clock.Now()) - l.ls.timeout; wait > left {
+			if left <= 0 {
+				return // the deadline timer ends the lock, with err as its cause
+			}
+			wait = left
+		}
+		l.c.warn("redlock: watchdog extend missed its quorum; retrying before the deadline",
+			"lock", l.ls.name, "retry_in", wait, "until", l.ValidUntil(), "err", err)
+	}
+}
+
+// sleep waits d on the client's clock and reports whether the watchdog
+// should go on: false once the lock ended or ctx did.
+func (l *Lock) sleep(ctx context.Context, d time.Duration) bool {
+	tick := make(chan struct{})
+	t := l.c.clock.AfterFunc(d, func() { close(tick) })
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-l.done:
+		t.Stop()
+		return false
+	case <-tick:
+		return true
+	}
+}

@@ -1,0 +1,71 @@
+package redlock
+
+import "sync"
+
+// call is what one Acquire call shares with the answers that reach it after
+// the attempt that asked was decided (late answers). A late grant is our key
+// on that node; so may be a late error, since the script may have run
+// before the reply was lost. Such a key holds that attempt's own value, so
+// deleting it with that exact value never touches another attempt's key.
+// Who deletes it:
+//   - while its attempt is being decided: it is recorded, and cleaned up
+//     with the attempt if the attempt fails;
+//   - once its attempt won, while the lock is held: it belongs to the lock,
+//     whose extend and release cover every attempt of the call;
+//   - otherwise (its attempt failed, or the lock ended): at once.
+type call struct {
+	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
+
+	mu      sync.Mutex // protects the fields below
+	attempt int        // the attempt being decided, or the one that won
+	open    bool       // attempt is being decided
+	held    bool       // attempt won and its lock has not ended
+	late    []int      // nodes of attempt that answered late while it was open
+}
+
+// begin marks attempt as being decided.
+func (cl *call) begin(attempt int) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.attempt, cl.open, cl.late = attempt, true, nil
+}
+
+// lateAnswer records a late answer of attempt from node and reports whether
+// the caller must clean it up now.
+func (cl *call) lateAnswer(attempt, node int) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	switch {
+	case attempt == cl.attempt && cl.open:
+		cl.late = append(cl.late, node)
+		return false
+	case attempt == cl.attempt && cl.held:
+		return false
+	}
+	return true
+}
+
+// fail closes the current attempt as failed and returns the late answers
+// recorded for it, which the caller must clean up. Later ones clean up
+// themselves.
+func (cl *call) fail() []int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	late := cl.late
+	cl.open, cl.late = false, nil
+	return late
+}
+
+// win closes the current attempt as won: its late answers belong to the lock.
+func (cl *call) win() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.open, cl.held, cl.late = false, true, nil
+}
+
+// end marks the call's lock as ended: late answers clean up themselves.
+func (cl *call) end() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.held = false
+}

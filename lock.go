@@ -1,0 +1,152 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Lock is one acquisition of a named lock: its token, fence and lease. Its
+// identity never changes; a new Acquire makes a new Lock. All methods are
+// safe for concurrent use.
+//
+// The lease ends at the local deadline [Lock.ValidUntil], measured on this
+// process's monotonic clock. Done closes at that deadline unless an extend
+// succeeded first, when the lock is released, or when it is lost.
+type Lock struct {
+	c          *Client
+	ls         *lease
+	fence      uint64
+	call       *call
+	done       chan struct{}      // closed when the lock ends (released or lost)
+	extendTurn chan struct{}      // buffered 1: holding its slot serialises extend rounds, so deadlines move in order
+	stopWatch  context.CancelFunc // stops the watchdog and cancels its round in flight; nil without one
+	watchDone  chan struct{}      // closed by the watchdog when it returns; nil without one
+
+	mu       sync.Mutex                      // protects the fields below
+	until    time.Time                       // local deadline, monotonic
+	gen      int                             // bumped whenever the deadline timer is replaced
+	timer    stopper                         // fires at until
+	err      error                           // nil while held; the loss (matching ErrLost) or ErrReleased after
+	cause    error                           // the last failed extend round: why the lock is lost if the deadline passes
+	released bool                            // Release has been called
+	contexts map[int]context.CancelCauseFunc // live contexts from Context, cancelled when the lock ends
+	nextCtx  int                             // key of the next entry in contexts
+}
+
+func newLock(c *Client, ls *lease, fence uint64, until time.Time, cl *call) *Lock {
+	l := &Lock{c: c, ls: ls, fence: fence, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
+		contexts: map[int]context.CancelCauseFunc{}}
+	l.mu.Lock()
+	l.setDeadlineLocked(until)
+	l.mu.Unlock()
+	return l
+}
+
+// Name returns the lock's name as given to Acquire.
+func (l *Lock) Name() string { return l.ls.name }
+
+// Token returns the random token that proves ownership on the nodes. Each
+// attempt of the Acquire call wrote "<token>.<attempt>" to the lock key;
+// extend and release match any value that starts with "<token>.".
+func (l *Lock) Token() string { return l.ls.token }
+
+// Fence returns the fencing token of this acquisition: larger than that of
+// every acquisition of the same name that completed before this one began.
+// Two holds that overlap (possible only when Redlock's timing assumptions
+// break) may get the same fence; the guards ([FenceGuard], [RedisGuard],
+// [SQLGuard]) then accept it from one owner only. Send it with every write
+// to a downstream store. 0 when fencing is off. Extending the lock keeps the
+// fence.
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// ValidUntil returns the local deadline of the lease: after it, the lock
+// may be held by someone else. The value carries a monotonic clock reading,
+// so time.Until(l.ValidUntil()) is immune to wall-clock jumps.
+func (l *Lock) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Done returns a channel that is closed when the lock ends: at the local
+// deadline unless an extend succeeded first, when it is lost, or on
+// Release. Err then says which.
+func (l *Lock) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lock is held; once it was lost (even if
+// released afterwards), an error matching [ErrLost] — the failed extend
+// round's [*QuorumError] when one explains the loss; and [ErrReleased] once
+// it was released while held.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Context returns a context derived from parent that is cancelled when the
+// lock ends; context.Cause then returns [Lock.Err]. Run the critical section
+// under it so that work stops when the lease does. The lock keeps no
+// reference to the returned context once parent ends.
+func (l *Lock) Context(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		cancel(l.err)
+		return ctx
+	}
+	id := l.nextCtx
+	l.nextCtx++
+	l.contexts[id] = cancel
+	// Once ctx ends (its parent ended, or the lock did), forget it.
+	context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.contexts, id)
+	})
+	return ctx
+}
+
+// setDeadlineLocked moves the local deadline to until and re-arms the timer.
+func (l *Lock) setDeadlineLocked(until time.Time) {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.gen++
+	gen := l.gen
+	l.until = until
+	l.timer = l.c.clock.AfterFunc(until.Sub(l.c.clock.Now()), func() { l.end(ErrLost, gen) })
+}
+
+// end ends the lock with err (a loss or ErrReleased) unless it has ended
+// already, or, for a deadline timer (gen > 0), unless the timer is stale. A
+// deadline reports the last failed extend round as its cause, if any. It
+// reports whether this call ended the lock.
+func (l *Lock) end(err error, gen int) bool {
+	l.mu.Lock()
+	if l.err != nil || (gen > 0 && gen != l.gen) {
+		l.mu.Unlock()
+		return false
+	}
+	if gen > 0 && l.cause != nil {
+		err = l.cause
+	}
+	l.err = err
+	l.timer.Stop()
+	until := l.until
+	contexts := l.contexts
+	l.contexts = nil
+	l.mu.Unlock()
+	l.call.end() // late grants now clean up after themselves
+	if err != ErrReleased {
+		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
+		now := l.c.clock.Now()
+		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
+	}
+	for _, cancel := range contexts {
+		cancel(err)
+	}
+	close(l.done) // last, so that whoever sees Done sees everything else
+	return true
+}

@@ -1,0 +1,197 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The waiting order (docs/design.md, "Waiting in order"). Every node keeps,
+// next to each contended lock key K, a queue of the Acquire calls waiting
+// for it: K:q, a sorted set of their entries ("<token>:<client>", the call's
+// token and its Client's id, see waker.id) scored by a priority each call
+// fixes once and sends to every node alike (the time it began to contend on
+// the nodes, in unix µs, after its turn among the calls of its Client; ties
+// go by token), so every node ranks the waiters the same way whatever its
+// clock; and K:qt, the same entries scored by when the entry expires on that
+// node's clock. A free key goes only to the head of the queue (or to anyone
+// when nobody queues), so the next waiter wins every node on its first try
+// instead of splitting the vote; the release announces the head, and only
+// that waiter is woken. The order decides who tries first, never more: a
+// grant still needs a quorum and a positive validity like any other.
+//
+// A waiter refreshes its entry with every attempt and waits at most
+// queueRefresh between attempts; an entry not refreshed for queueTTL is
+// dropped by the next script that looks at the queue. A waiter that died in
+// the queue stalls the others by at most queueTTL plus one poll. A caller
+// that gives up (its ctx ended, its retry policy ran out) leaves at once
+// (leaveQueue), and a late answer that queued it after that is undone
+// (lateQueued); the queue keys also expire queueTTL after the last entry was
+// refreshed, so nothing is left behind. The holder's entry stays until its release removes it, so
+// an attempt that won only some nodes keeps its place on all of them.
+const (
+	queueTTL     = time.Second
+	queueRefresh = queueTTL / 4
+)
+
+// How an Acquire call uses the queue (ARGV[4] of acquire.lua).
+const (
+	queueWait  = "wait"  // waits its turn in the queue (default)
+	queueTry   = "try"   // a try-lock: takes the free key only if nobody queues, never queues
+	queueBarge = "barge" // ignores the queue (AcquireOptions.Barging)
+)
+
+//go:embed queue_leave.lua
+var queueLeaveSrc string
+
+var queueLeaveScript = redis.NewScript(queueLeaveSrc)
+
+// queueTTLArg is queueTTL as the acquire script takes it.
+var queueTTLArg = millis(queueTTL)
+
+// queueKeys returns the queue and its expiries for lock key (same hash slot:
+// the {name} tag is in key).
+func queueKeys(key string) (queue, expiries string) { return key + ":q", key + ":qt" }
+
+// queueMode picks how a call with options o uses the queue.
+func queueMode(o *AcquireOptions) string {
+	switch _, retries := o.Retry(1); {
+	case o.Barging:
+		return queueBarge
+	case !retries:
+		return queueTry
+	}
+	return queueWait
+}
+
+// enqueue fixes how the call of ls uses the queue, and its priority: its
+// start of contention, as every node will compare it.
+func (ls *lease) enqueue(mode string, start time.Time, client string) {
+	ls.mode = mode
+	ls.member = ls.token + ":" + client
+	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
+	switch mode {
+	case queueWait:
+		ls.priority = strconv.FormatInt(start.UnixMicro(), 10)
+		ls.acquireKeys = []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
+		ls.acquireArgs = []any{ls.ttlArg, ls.fenceArg, mode, ls.member, ls.priority, queueTTLArg}
+	case queueTry: // never queues: needs no entry of its own
+		ls.acquireKeys = []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
+		ls.acquireArgs = []any{ls.ttlArg, ls.fenceArg, mode}
+	}
+}
+
+// acquireArgv returns the acquire script's ARGV for attempt value: the
+// value, then what enqueue fixed for every attempt of the call.
+func (ls *lease) acquireArgv(value string) []any {
+	rest := ls.acquireArgs
+	if rest == nil { // a lease made without enqueue barges
+		rest = []any{ls.ttlArg, ls.fenceArg}
+	}
+	return append([]any{value}, rest...)
+}
+
+// queued notes, after a failed attempt, whether a quorum of the nodes put
+// the call behind another waiter (rank > 0), or made it the head of a free
+// key (rank 0, TTL 0): it queued just then ahead of the waiter the nodes had
+// been keeping the key for (whose entry had expired and been dropped, or a
+// client with a slower clock), and its next attempt wins.
+func (ls *lease) queued(quorum int, r *round[grant]) {
+	behind, head := 0, 0
+	for i, rp := range r.replies {
+		if !r.answered[i] || rp.err != nil || rp.val.ok {
+			continue
+		}
+		switch {
+		case rp.val.rank > 0:
+			behind++
+		case rp.val.rank == 0 && rp.val.pttl == 0:
+			head++
+		}
+	}
+	ls.behind, ls.promoted = behind >= quorum, head >= quorum
+	if ls.behind {
+		ls.headAttempts = 0
+	} else {
+		ls.headAttempts++
+	}
+}
+
+// waitDelay is how long a call waits, at most, before its next attempt,
+// given the policy's delay. A queued call waits no longer than
+// queueRefresh, so that its entry is refreshed before it expires. A call
+// behind another waiter on a quorum of the nodes polls no faster than that
+// either: the release that makes it the head wakes it (see waker.notify),
+// and until then no attempt of it could win; but only once notices reach it
+// (woken), else it polls as the head does. At the head, the policy's
+// backoff starts over (the delay of its first, second ... attempt as the
+// head): its polls are the fallback for a lost notice, and the waits it
+// spent behind others say nothing about how long the holder will take.
+func (ls *lease) waitDelay(delay time.Duration, policy RetryPolicy, woken func() bool) time.Duration {
+	switch {
+	case ls.mode != queueWait:
+		return delay
+	case ls.promoted:
+		return 0
+	case ls.behind && woken():
+		return queueRefresh
+	case ls.behind:
+		return min(delay, queueRefresh)
+	}
+	if d, ok := policy(ls.headAttempts); ok && ls.headAttempts > 0 {
+		delay = min(delay, d)
+	}
+	return min(delay, queueRefresh)
+}
+
+// wakeOn returns the channel a waiting call listens on and the id it is
+// woken by. A queued call listens on its Client's own channel for the name
+// (the release announces the head, by its queue entry, to the head's Client
+// only: one notice per node, not one per node and subscribed Client); a
+// barging call on the name's channel, id "" (woken when nobody queues).
+func (c *Client) wakeOn(ls *lease) (channel, id string) {
+	channel = c.releaseChannel(ls.key)
+	if ls.mode == queueWait {
+		return channel + ":" + c.waker.id, ls.member
+	}
+	return channel, ""
+}
+
+// lateQueued handles a late answer from node that may have queued the call
+// (a refusal, or an error whose script may have run): if the call no longer
+// waits (it won or gave up), the entry is taken out again, as no release or
+// leaveQueue that ran before it could have removed it.
+func (c *Client) lateQueued(ctx context.Context, ls *lease, node int) {
+	if ls.mode != queueWait || !ls.queueDone.Load() {
+		return
+	}
+	c.leaveNodes(ctx, ls, func(i int) bool { return i == node })
+}
+
+// leaveQueue takes the call's entry out of the queue on every node, best
+// effort, waiting for them or the per-node timeout even if ctx has ended: a
+// call that gave up must not keep the others waiting behind it.
+func (c *Client) leaveQueue(ctx context.Context, ls *lease) {
+	if ls.mode != queueWait {
+		return
+	}
+	c.leaveNodes(ctx, ls, func(int) bool { return true })
+}
+
+// leaveNodes runs the queue-leave script for the call of ls on the nodes
+// which selects, waiting for them or the per-node timeout even if ctx has
+// ended.
+func (c *Client) leaveNodes(ctx context.Context, ls *lease, which func(i int) bool) {
+	channel := c.releaseChannel(ls.key)
+	fanout(context.WithoutCancel(ctx), &c.goes, len(c.nodes), 0, ls.timeout,
+		func(ctx context.Context, i int) (int64, error) {
+			if !which(i) {
+				return 0, nil
+			}
+			return queueLeaveScript.Run(ctx, c.nodes[i].client, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, channel).Int64()
+		},
+		func(int64, error) bool { return true }, nil)
+}

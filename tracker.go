@@ -1,0 +1,59 @@
+package redlock
+
+import "sync"
+
+// tracker owns goroutines that outlive the call that started them: node
+// calls still running after a round was decided, the cleanups and straggler
+// reports their late answers start, watchdogs. It is a sync.WaitGroup that
+// may be waited on with a bound and added to at any time, even while or
+// after someone waits (a WaitGroup forbids an Add from zero concurrent with
+// Wait). The zero value is ready to use.
+type tracker struct {
+	mu   sync.Mutex    // protects the fields below
+	n    int           // goroutines running
+	idle chan struct{} // closed when n drops to 0; nil while n == 0
+}
+
+// Go runs f in a goroutine the tracker owns.
+func (t *tracker) Go(f func()) {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+	t.mu.Unlock()
+	go func() {
+		defer t.done()
+		f()
+	}()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+// running returns how many goroutines are running.
+func (t *tracker) running() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// idleCh returns a channel that is closed once no goroutine runs (at once
+// if none does now). Goroutines started later need a new call.
+func (t *tracker) idleCh() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return t.idle
+}
