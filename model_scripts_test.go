@@ -1,0 +1,167 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestModelStepsMatchScripts runs every node step the model restates
+// (model_world_test.go) against the real Lua script on a real Redis, for
+// every combination of a small set of node states and requests, and checks
+// that both agree on the answer, the key left behind and the counter. The
+// model's conclusions hold for the library only as far as this agreement
+// goes; the model cannot drift from the scripts unnoticed.
+func TestModelStepsMatchScripts(t *testing.T) {
+	rdb := nodes(1)[0]
+	ctx := t.Context()
+	const key, ctrKey = "redlock:{model-conformance}", "redlock:{model-conformance}:fence"
+	token := func(tok uint8) string { return "T" + strconv.Itoa(int(tok)) + "x" }
+	valueOf := func(v mval) string {
+		if v.tok == 0 {
+			return ""
+		}
+		return token(v.tok) + "." + strconv.Itoa(int(v.att))
+	}
+	// The model's key states: absent, or a value of call 1 or 2, attempt 1
+	// or 2 (the new protocol: every attempt writes "<token>.<attempt>").
+	keys := []mval{{}, {1, 1}, {1, 2}, {2, 1}, {2, 2}}
+	counters := []uint8{0, 4}
+	setup := func(t *testing.T, n mnode) {
+		t.Helper()
+		if err := rdb.Del(ctx, key, ctrKey).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n.key.tok != 0 {
+			rdb.Set(ctx, key, valueOf(n.key), time.Minute)
+		}
+		if n.ctr != 0 {
+			rdb.Set(ctx, ctrKey, n.ctr, 0)
+		}
+	}
+	// observe reads the node back as the model sees it.
+	observe := func(t *testing.T) (string, uint8) {
+		t.Helper()
+		v, err := rdb.Get(ctx, key).Result()
+		if err == redis.Nil {
+			v = ""
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rdb.Get(ctx, ctrKey).Int()
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		return v, uint8(c)
+	}
+	check := func(t *testing.T, what string, n mnode, ok bool, realOK bool) {
+		t.Helper()
+		gotKey, gotCtr := observe(t)
+		if realOK != ok || gotKey != valueOf(n.key) || gotCtr != n.ctr {
+			t.Errorf("%s: script says ok=%v, key %q, counter %d; model says ok=%v, key %q, counter %d",
+				what, realOK, gotKey, gotCtr, ok, valueOf(n.key), n.ctr)
+		}
+	}
+	run := func(s *redis.Script, keys []string, args ...any) (any, error) {
+		return s.Run(ctx, rdb, keys, args...).Result()
+	}
+	steps := 0
+	for _, k := range keys {
+		for _, ctr := range counters {
+			start := mnode{key: k, ctr: ctr, exp: 9}
+			name := fmt.Sprintf("key %v counter %d", k, ctr)
+			for _, v := range keys[1:] {
+				what := fmt.Sprintf("%s: acquire %v", name, v)
+				setup(t, start)
+				n, ok, fence := nodeAcquire(start, 5, 3, v)
+				res, err := run(acquireScript, []string{key, ctrKey}, valueOf(v), "60000", "1")
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				g, err := parseGrant(res.([]any))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, g.ok)
+				if ok && g.fence != uint64(fence) {
+					t.Errorf("%s: script returned fence %d; model %d", what, g.fence, fence)
+				}
+				steps++
+			}
+			for _, tok := range []uint8{1, 2} {
+				what := fmt.Sprintf("%s: extend by call %d", name, tok)
+				setup(t, start)
+				n, ok := nodeExtend(start, 5, 3, tok)
+				res, err := run(extendScript, []string{key}, token(tok)+".", "60000")
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, res.(int64) == 1)
+
+				what = fmt.Sprintf("%s: release by call %d", name, tok)
+				setup(t, start)
+				n, ok = nodeRelease(start, tok)
+				res, err = run(releaseScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, res.(int64) == 1)
+				steps += 2
+			}
+			for _, v := range keys[1:] {
+				what := fmt.Sprintf("%s: cleanup %v", name, v)
+				setup(t, start)
+				n, ok := nodeCleanup(start, v)
+				res, err := run(cleanupScript, []string{key}, valueOf(v))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, res.(int64) == 1)
+				steps++
+			}
+			for _, f := range []uint8{2, 5} {
+				what := fmt.Sprintf("%s: write-back %d", name, f)
+				setup(t, start)
+				n, ok := nodeWriteBack(start, f)
+				res, err := run(fenceScript, []string{ctrKey}, strconv.Itoa(int(f)))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, res.(int64) == 1)
+				steps++
+			}
+		}
+	}
+	rdb.Del(context.Background(), key, ctrKey)
+	if steps < 100 {
+		t.Errorf("compared %d steps; the table shrank", steps)
+	}
+}
+
+// TestModelGuardMatchesGuard compares the model's guard rule with the rule
+// the library's guards implement, for every small fence and owner.
+func TestModelGuardMatchesGuard(t *testing.T) {
+	owner := func(tok uint8) string {
+		if tok == 0 {
+			return ""
+		}
+		return OwnerID("T" + strconv.Itoa(int(tok)))
+	}
+	for highest := uint8(0); highest < 4; highest++ {
+		for recorded := uint8(0); recorded < 3; recorded++ {
+			for f := uint8(0); f < 4; f++ {
+				for tok := uint8(1); tok < 3; tok++ {
+					_, _, model := guardAccess(highest, recorded, f, tok, true)
+					lib := f != 0 && fenceAccepts(uint64(highest), owner(recorded), uint64(f), owner(tok))
+					if model != lib {
+						t.Errorf("highest %d by %d, access %d by %d: model accepts %v, library %v", highest, recorded, f, tok, model, lib)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,422 @@
+package redlock
+
+// An exhaustive model of the lock protocol (issue 8; docs/model.md): every
+// interleaving of a small world of clients, nodes and messages, explored
+// breadth-first with state hashing, checked against four properties. The
+// client's decisions call the library's own pure functions (decided,
+// validity, planFence); the node steps restate the scripts
+// (model_world_test.go).
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// modelTrace (REDLOCK_MODEL_TRACE=1) prints each BFS level's state count as
+// the search goes, for choosing bounds.
+var modelTrace = os.Getenv("REDLOCK_MODEL_TRACE") != ""
+
+var modelLong = flag.Bool("long", false, "check the protocol model (TestModel*) at deep bounds; takes minutes")
+
+// Properties, as bits of modelRun.props.
+const (
+	pFenceOrder = 1 << 1 // 1: a hold that began after another's acquisition completed has a larger fence
+	pNoShared   = 1 << 2 // 2: the guard never accepts one fence from two owners
+	pMutex      = 1 << 3 // 3: no two clients believe they hold at once
+	pNoStray    = 1 << 4 // 4: no key is deleted by another attempt's cleanup or another call
+	pAll        = pFenceOrder | pNoShared | pMutex | pNoStray
+)
+
+// modelRun is one check: a world, the properties checked and the bounds.
+type modelRun struct {
+	w         world
+	props     uint8
+	depth     int // BFS levels (steps); 0: until no new state is found
+	maxStates int // the check fails beyond this many states
+}
+
+// modelResult is what a check found.
+type modelResult struct {
+	states   int
+	levels   int
+	complete bool // no new state at the last level: every reachable state was seen
+	bad      *mviolation
+	trace    string // the counterexample, step by step
+	took     time.Duration
+}
+
+func (r modelResult) String() string {
+	s := fmt.Sprintf("%d states, %d levels", r.states, r.levels)
+	if r.complete {
+		s += " (complete: every reachable state)"
+	}
+	return s + fmt.Sprintf(", %v", r.took.Round(time.Millisecond))
+}
+
+// initial returns the initial states: no keys, no messages, every client
+// idle, and the fence counters at every vector in [0, initCtr]^nodes that
+// has a 0 in it. Any such vector is reachable from all zeros (grants whose
+// replies were lost and whose keys expired), and only differences between
+// counters matter, so starting there shortens the traces.
+func (w *world) initial() []mstate {
+	var out []mstate
+	if w.fixedCtr {
+		var s mstate
+		for n := 0; n < w.nodes; n++ {
+			s.nodes[n].ctr = w.ctr0[n]
+		}
+		return []mstate{s}
+	}
+	var ctr [mNodes]uint8
+	var gen func(n int)
+	gen = func(n int) {
+		if n == w.nodes {
+			for i := 0; i < w.nodes; i++ {
+				if ctr[i] == 0 {
+					var s mstate
+					for j := 0; j < w.nodes; j++ {
+						s.nodes[j].ctr = ctr[j]
+					}
+					out = append(out, s)
+					return
+				}
+			}
+			return
+		}
+		for v := uint8(0); v <= w.initCtr; v++ {
+			ctr[n] = v
+			gen(n + 1)
+		}
+	}
+	gen(0)
+	return out
+}
+
+// tnode records how a state was first reached: its parent's index in the
+// search's record (or -1-i for initial state i) and the action.
+type tnode struct {
+	parent int32
+	act    mact
+}
+
+// check explores every interleaving within the bounds and returns the first
+// violation found, breadth first (so the shortest counterexample).
+func (r *modelRun) check() modelResult {
+	w := &r.w
+	begin := time.Now()
+	type entry struct {
+		s   mstate
+		idx int32
+	}
+	var rec []tnode
+	seen := make(map[uint64]struct{})
+	var frontier, next []entry
+	for i, s := range w.initial() {
+		h := w.hash(&s)
+		if _, dup := seen[h]; dup {
+			continue
+		}
+		seen[h] = struct{}{}
+		rec = append(rec, tnode{parent: int32(-1 - i)})
+		frontier = append(frontier, entry{s, int32(len(rec) - 1)})
+	}
+	res := modelResult{}
+	var acts []mact
+	for len(frontier) > 0 && (r.depth == 0 || res.levels < r.depth) {
+		res.levels++
+		// The states of the last level are checked and counted but not
+		// kept: nothing is explored from them, and they are the most.
+		last := res.levels == r.depth
+		next = next[:0]
+		added := 0
+		for fi := range frontier {
+			e := &frontier[fi]
+			acts = w.actions(&e.s, acts[:0])
+			for _, a := range acts {
+				ns := e.s
+				bad := w.apply(&ns, a, nil)
+				if bad != nil && r.props&(1<<bad.prop) == 0 {
+					bad = nil
+				}
+				if bad == nil {
+					bad = w.check(&ns, r.props)
+				}
+				if bad != nil {
+					rec = append(rec, tnode{parent: e.idx, act: a})
+					res.bad = bad
+					res.trace = r.replay(rec, int32(len(rec)-1))
+					res.states = len(seen)
+					res.took = time.Since(begin)
+					return res
+				}
+				h := w.hash(&ns)
+				if _, dup := seen[h]; dup {
+					continue
+				}
+				seen[h] = struct{}{}
+				added++
+				if !last {
+					rec = append(rec, tnode{parent: e.idx, act: a})
+					next = append(next, entry{ns, int32(len(rec) - 1)})
+				}
+				if r.maxStates > 0 && len(seen) > r.maxStates {
+					panic(fmt.Sprintf("model: more than %d states; lower the bounds", r.maxStates))
+				}
+			}
+		}
+		frontier, next = next, frontier
+		res.complete = added == 0
+		if modelTrace {
+			fmt.Printf("level %d: %d new, %d states, %v\n", res.levels, added, len(seen), time.Since(begin).Round(time.Millisecond))
+		}
+	}
+	res.states = len(seen)
+	res.took = time.Since(begin)
+	return res
+}
+
+// replay prints the path to record entry i, step by step.
+func (r *modelRun) replay(rec []tnode, i int32) string {
+	var path []mact
+	for rec[i].parent >= 0 {
+		path = append(path, rec[i].act)
+		i = rec[i].parent
+	}
+	init := r.w.initial()[-1-rec[i].parent]
+	s := init
+	var b strings.Builder
+	fmt.Fprintf(&b, "counters at start:")
+	for n := 0; n < r.w.nodes; n++ {
+		fmt.Fprintf(&b, " n%d=%d", n, s.nodes[n].ctr)
+	}
+	b.WriteString("\n")
+	for k := len(path) - 1; k >= 0; k-- {
+		fmt.Fprintf(&b, "%3d. ", len(path)-k)
+		r.w.apply(&s, path[k], &b)
+	}
+	return b.String()
+}
+
+// The worlds checked. Time: tick = 100ms, TTL = 3 ticks, drift factor 0.01.
+func modelWorld(v variant, f faults, clients, nodes, attempts, extends int, initCtr uint8) world {
+	return world{v: v, f: f, clients: clients, nodes: nodes, attempts: attempts, extends: extends,
+		ttl: 3, initCtr: initCtr, factor: DefaultDriftFactor}
+}
+
+var (
+	honest  = faults{loss: true}
+	jumpy   = faults{loss: true, earlyExpiry: true, pauses: true}
+	noFault = faults{}
+)
+
+func runModel(t *testing.T, r modelRun) modelResult {
+	t.Helper()
+	if r.maxStates == 0 {
+		r.maxStates = 4e6
+		if *modelLong {
+			r.maxStates = 6e7
+		}
+	}
+	res := r.check()
+	t.Logf("%d clients, %d nodes, %d attempts, %d extends, counters from [0,%d], depth %d: %v",
+		r.w.clients, r.w.nodes, r.w.attempts, r.w.extends, r.w.initCtr, r.depth, res)
+	return res
+}
+
+// requireHolds fails the test if the check found a violation.
+func requireHolds(t *testing.T, r modelRun) {
+	t.Helper()
+	res := runModel(t, r)
+	if res.bad != nil {
+		t.Fatalf("property %d violated: %s\n%s", res.bad.prop, res.bad.why, res.trace)
+	}
+}
+
+// requireFinds fails the test unless the check found a violation of prop:
+// a negative control, showing the checker can see the bug it guards against.
+func requireFinds(t *testing.T, r modelRun, prop int) {
+	t.Helper()
+	res := runModel(t, r)
+	switch {
+	case res.bad == nil:
+		t.Fatalf("the model found no violation of property %d; want one (the control must fail)", prop)
+	case res.bad.prop != prop:
+		t.Fatalf("the model found property %d violated (%s); want property %d\n%s", res.bad.prop, res.bad.why, prop, res.trace)
+	}
+	t.Logf("found, as it must: property %d: %s\n%s", prop, res.bad.why, res.trace)
+}
+
+// modelBounds are the worlds the protocol is checked in, each with its
+// depth (steps of the BFS) by default and under -long. A depth of 0 means
+// no bound in that mode: the check runs until no new state is found.
+var modelBounds = []struct {
+	name        string
+	w           world
+	props       uint8
+	depth, deep int
+	onlyLong    bool
+}{
+	// Honest clocks, persistent nodes, no pauses: all four properties.
+	{"honest: 2 clients, no message faults", modelWorld(newProtocol, noFault, 2, 3, 2, 1, 1), pAll, 11, 15, false},
+	{"honest: 1 client, message faults", modelWorld(newProtocol, honest, 1, 3, 2, 1, 1), pAll, 10, 14, false},
+	{"honest: 1 client, 3 attempts, message faults", modelWorld(newProtocol, honest, 1, 3, 3, 1, 1), pAll, 0, 13, true},
+	{"honest: 2 clients, message faults", modelWorld(newProtocol, honest, 2, 3, 2, 1, 1), pAll, 9, 11, false},
+	{"honest: 3 clients, no message faults", modelWorld(newProtocol, noFault, 3, 3, 1, 1, 1), pAll, 0, 12, true},
+	{"honest: 3 clients, message faults", modelWorld(newProtocol, honest, 3, 3, 1, 1, 1), pAll, 0, 10, true},
+	{"honest: 5 nodes, 2 clients, no message faults", modelWorld(newProtocol, noFault, 2, 5, 1, 1, 1), pAll, 0, 12, true},
+	// Clock jumps (early expiry) and pauses: mutual exclusion is gone by
+	// design; fences, the guard and the keys must still be right.
+	{"jumps: 2 clients, no message faults", modelWorld(newProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 2, 1, 1), pAll &^ pMutex, 10, 14, false},
+	{"jumps: 2 clients, message faults", modelWorld(newProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 8, 11, false},
+}
+
+// TestModelProtocol checks the protocol in every world of modelBounds.
+func TestModelProtocol(t *testing.T) {
+	for _, b := range modelBounds {
+		t.Run(b.name, func(t *testing.T) {
+			depth := b.depth
+			if *modelLong {
+				depth = b.deep
+			} else if b.onlyLong {
+				t.Skip("run with -long (make model)")
+			}
+			requireHolds(t, modelRun{w: b.w, props: b.props, depth: depth})
+		})
+	}
+}
+
+// TestModelControlOldSharedFence: the old protocol (one token for all
+// attempts, a guard accepting f >= highest) lets the guard accept one fence
+// from two overlapping holders. Two grants of 2 are needed on different
+// nodes, so the counters start at (0,1,1): any vector is reachable.
+func TestModelControlOldSharedFence(t *testing.T) {
+	w := modelWorld(oldProtocol, faults{earlyExpiry: true}, 2, 3, 1, 0, 1)
+	w.noTime, w.noRelease = true, true
+	w.fixedCtr, w.ctr0 = true, [mNodes]uint8{0, 1, 1}
+	requireFinds(t, modelRun{w: w, props: pAll &^ pMutex}, 2)
+}
+
+// TestModelControlOldCleanup: under the old protocol, the cleanup of a failed
+// attempt, delivered late, deletes the key the next attempt set (property 4),
+// and so takes the lock from under its holder (property 3).
+func TestModelControlOldCleanup(t *testing.T) {
+	requireFinds(t, modelRun{w: modelWorld(oldProtocol, honest, 1, 3, 2, 0, 0), props: pAll}, 4)
+	requireFinds(t, modelRun{w: modelWorld(oldProtocol, honest, 1, 3, 2, 0, 0), props: pAll &^ pNoStray}, 3)
+}
+
+// TestModelControlNoWriteBack: without the fence write-back, a later
+// acquisition can get a fence no larger than an earlier one.
+func TestModelControlNoWriteBack(t *testing.T) {
+	v := newProtocol
+	v.writeBack = false
+	w := modelWorld(v, faults{earlyExpiry: true}, 2, 3, 1, 0, 1)
+	w.noTime, w.noRelease = true, true
+	requireFinds(t, modelRun{w: w, props: pAll &^ pMutex}, 1)
+}
+
+// TestModelControlAmnesia: a node that restarts without its data forgets its
+// counter, and fences repeat.
+func TestModelControlAmnesia(t *testing.T) {
+	w := modelWorld(newProtocol, faults{amnesia: true}, 2, 3, 1, 0, 0)
+	w.noTime, w.noRelease = true, true
+	requireFinds(t, modelRun{w: w, props: pAll &^ pMutex}, 1)
+}
+
+// TestModelControlLeaseFromDecision: a client that counts its lease from the
+// decision, forgetting the time the round took, believes it holds after its
+// first keys expired, while another client holds: the check of mutual
+// exclusion sees it.
+func TestModelControlLeaseFromDecision(t *testing.T) {
+	v := newProtocol
+	v.leaseFromDecision = true
+	w := modelWorld(v, noFault, 2, 3, 1, 0, 0)
+	w.noRelease = true
+	requireFinds(t, modelRun{w: w, props: pAll}, 3)
+}
+
+// TestModelNodeSteps pins the node steps the model restates from the
+// scripts, one case per branch: the same table can drive the scripts on a
+// real Redis to show that they agree.
+func TestModelNodeSteps(t *testing.T) {
+	const now, ttl = 5, 3
+	none := mnode{ctr: 4}
+	held := func(v mval) mnode { return mnode{key: v, exp: 6, ctr: 4} }
+	acquire := []struct {
+		name string
+		n    mnode
+		v    mval
+		ok   bool
+		want mval
+	}{
+		{"absent: set", none, mval{1, 1}, true, mval{1, 1}},
+		{"same value: refresh", held(mval{1, 2}), mval{1, 2}, true, mval{1, 2}},
+		{"earlier attempt of the call: take over", held(mval{1, 1}), mval{1, 2}, true, mval{1, 2}},
+		{"later attempt of the call: refuse, never backwards", held(mval{1, 2}), mval{1, 1}, false, mval{1, 2}},
+		{"another call: refuse", held(mval{2, 1}), mval{1, 1}, false, mval{2, 1}},
+		{"old protocol, our token: refresh", held(mval{1, 0}), mval{1, 0}, true, mval{1, 0}},
+	}
+	for _, c := range acquire {
+		n, ok, ctr := nodeAcquire(c.n, now, ttl, c.v)
+		wantCtr, wantExp := uint8(0), c.n.exp
+		if c.ok {
+			wantCtr, wantExp = 5, now+ttl
+		}
+		if ok != c.ok || n.key != c.want || ctr != wantCtr || n.ctr != max(c.n.ctr, wantCtr) || n.exp != wantExp {
+			t.Errorf("%s: nodeAcquire(%v, %v) = %v key %v exp %d counter %d (returned %d); want %v key %v exp %d counter %d",
+				c.name, c.n.key, c.v, ok, n.key, n.exp, n.ctr, ctr, c.ok, c.want, wantExp, max(c.n.ctr, wantCtr))
+		}
+	}
+	if n, _ := nodeWriteBack(mnode{ctr: 7}, 5); n.ctr != 7 {
+		t.Errorf("nodeWriteBack(7, 5) = %d; want 7 (never lower)", n.ctr)
+	}
+	if n, _ := nodeWriteBack(mnode{ctr: 3}, 5); n.ctr != 5 {
+		t.Errorf("nodeWriteBack(3, 5) = %d; want 5", n.ctr)
+	}
+	if n, ok := nodeExtend(held(mval{1, 1}), now, ttl, 1); !ok || n.exp != now+ttl {
+		t.Errorf("nodeExtend(T1.1, T1) = %v exp %d; want extended to %d (any attempt of the call)", ok, n.exp, now+ttl)
+	}
+	if _, ok := nodeExtend(held(mval{2, 1}), now, ttl, 1); ok {
+		t.Errorf("nodeExtend(T2.1, T1) extended; want not ours")
+	}
+	if _, ok := nodeExtend(none, now, ttl, 1); ok {
+		t.Errorf("nodeExtend(absent, T1) extended; want not ours (never re-created)")
+	}
+	if _, ok := nodeCleanup(held(mval{1, 2}), mval{1, 1}); ok {
+		t.Errorf("nodeCleanup(T1.2, T1.1) deleted; want only the exact value deleted")
+	}
+	if n, ok := nodeCleanup(held(mval{1, 1}), mval{1, 1}); !ok || n.key.tok != 0 {
+		t.Errorf("nodeCleanup(T1.1, T1.1) = %v, key %v; want deleted", ok, n.key)
+	}
+	if n, ok := nodeRelease(held(mval{1, 2}), 1); !ok || n.key.tok != 0 {
+		t.Errorf("nodeRelease(T1.2, T1) = %v, key %v; want deleted (any attempt of the call)", ok, n.key)
+	}
+	if _, ok := nodeRelease(held(mval{2, 1}), 1); ok {
+		t.Errorf("nodeRelease(T2.1, T1) deleted; want nothing")
+	}
+
+	guard := []struct {
+		high, owner, f, tok uint8
+		ownerRule, ok       bool
+	}{
+		{3, 1, 4, 2, true, true},   // larger
+		{3, 1, 2, 2, true, false},  // smaller
+		{3, 1, 3, 1, true, true},   // equal, same owner
+		{3, 1, 3, 2, true, false},  // equal, other owner
+		{3, 1, 3, 2, false, true},  // old rule: equal accepted from anyone
+		{0, 0, 0, 1, true, false},  // fence 0 refused
+		{0, 0, 0, 1, false, false}, // fence 0 refused
+	}
+	for _, g := range guard {
+		h, o, ok := guardAccess(g.high, g.owner, g.f, g.tok, g.ownerRule)
+		if ok != g.ok {
+			t.Errorf("guardAccess(highest %d of T%d, fence %d of T%d, owner rule %v) = %v; want %v", g.high, g.owner, g.f, g.tok, g.ownerRule, ok, g.ok)
+		}
+		if ok && (h != g.f || o != g.tok) {
+			t.Errorf("guardAccess(highest %d of T%d, fence %d of T%d) recorded %d of T%d; want %d of T%d", g.high, g.owner, g.f, g.tok, h, o, g.f, g.tok)
+		}
+	}
+}

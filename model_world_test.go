@@ -1,0 +1,937 @@
+package redlock
+
+// The world of the protocol model (see model_test.go and docs/model.md):
+// nodes, clients, messages in flight, and the steps that change them. Each
+// node step is a small pure function of (node state, request) -> (node
+// state, reply), restating one Lua script, so that it can be compared with
+// the script on a real Redis for the same inputs.
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+)
+
+// Sizes of the fixed arrays of a model state. A world uses a prefix.
+const (
+	mNodes   = 5
+	mClients = 3
+	mMsgs    = 40
+	mAcc     = 8
+)
+
+// tick is one step of model time. The TTL is a whole number of ticks; the
+// client's validity and deadline are computed by the library's validity in
+// real durations, so the model's time arithmetic is the library's.
+const tick = 100 * time.Millisecond
+
+// mval is a lock value: the token of a client's Acquire call (client+1; 0
+// means no key) and the attempt that wrote it. Under the old protocol every
+// attempt writes the bare token, so att is 0 in keys and requests.
+type mval struct{ tok, att uint8 }
+
+func (v mval) String() string {
+	switch {
+	case v.tok == 0:
+		return "none"
+	case v.att == 0:
+		return fmt.Sprintf("T%d", v.tok)
+	}
+	return fmt.Sprintf("T%d.%d", v.tok, v.att)
+}
+
+// mnode is one node: its lock key (value and expiry tick) and fence counter.
+// setBy is a ghost: the attempt whose acquire last granted the key, which
+// the scripts cannot see; property 4 checks every delete against it.
+type mnode struct {
+	key   mval
+	setBy uint8
+	exp   int16
+	ctr   uint8
+}
+
+// nodeAcquire restates the acquire script. New protocol: an absent key is
+// set, our own value is refreshed (a resent request), a value of an earlier
+// attempt of the same call is taken over; anything else is refused. Old
+// protocol (v.att == 0 always): the same without the take-over. On a grant
+// the counter is incremented and returned.
+func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
+	switch {
+	case n.key.tok == 0:
+		n.key, n.exp = v, now+ttl
+	case n.key == v:
+		n.exp = now + ttl
+	case n.key.tok == v.tok && n.key.att < v.att:
+		n.key, n.exp = v, now+ttl
+	default:
+		return n, false, 0
+	}
+	n.ctr++
+	return n, true, n.ctr
+}
+
+// nodeWriteBack restates fence.lua: raise the counter to at least f.
+func nodeWriteBack(n mnode, f uint8) (mnode, bool) {
+	n.ctr = max(n.ctr, f)
+	return n, true
+}
+
+// nodeExtend restates the extend script: PEXPIRE if the key holds a value of
+// call tok (new: any attempt, "T."-prefix; old: the bare token).
+func nodeExtend(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
+	if n.key.tok == 0 || n.key.tok != tok {
+		return n, false
+	}
+	n.exp = now + ttl
+	return n, true
+}
+
+// nodeCleanup restates the compare-and-delete of a failed attempt: delete
+// only the exact value v.
+func nodeCleanup(n mnode, v mval) (mnode, bool) {
+	if n.key.tok == 0 || n.key != v {
+		return n, false
+	}
+	n.key, n.exp, n.setBy = mval{}, 0, 0
+	return n, true
+}
+
+// nodeRelease restates release: delete any value of call tok.
+func nodeRelease(n mnode, tok uint8) (mnode, bool) {
+	if n.key.tok == 0 || n.key.tok != tok {
+		return n, false
+	}
+	n.key, n.exp, n.setBy = mval{}, 0, 0
+	return n, true
+}
+
+// guardAccess restates the guard's rule. With the owner rule (new), an access
+// is accepted iff f > highest, or f == highest from the recorded owner; the
+// old rule accepts f >= highest. Fence 0 is refused. It returns the new
+// (highest, owner) and whether the access was accepted.
+func guardAccess(highest, owner, f, tok uint8, ownerRule bool) (uint8, uint8, bool) {
+	switch {
+	case f == 0 || f < highest:
+		return highest, owner, false
+	case f == highest && ownerRule && owner != tok:
+		return highest, owner, false
+	}
+	return f, tok, true
+}
+
+// Message kinds.
+const (
+	kAcqReq uint8 = iota
+	kAcqRep
+	kWbReq
+	kWbRep
+	kExtReq
+	kExtRep
+	kCleanReq
+	kRelReq
+)
+
+var kindNames = [...]string{"acquire", "acquire reply", "write-back", "write-back reply", "extend", "extend reply", "cleanup", "release"}
+
+// Message modes: who waits for it.
+const (
+	mLive   uint8 = iota // the client's current round waits for its answer
+	mLate                // an acquire round that was decided; the late handler waits
+	mOrphan              // nobody: a cleanup, a release, or a request given up on
+)
+
+// mmsg is one message in flight, packed so that the state's message list
+// sorts and hashes as plain integers: kind 4 bits, mode 2, client 2, node 3,
+// attempt 3, value 8 (a grant's counter, 0 for a refusal; F for a
+// write-back; 1/0 for an extend reply).
+type mmsg uint32
+
+func packMsg(kind, mode, c, node, att, val uint8) mmsg {
+	return mmsg(uint32(kind) | uint32(mode)<<4 | uint32(c)<<6 | uint32(node)<<8 | uint32(att)<<11 | uint32(val)<<16)
+}
+
+func (m mmsg) kind() uint8   { return uint8(m & 15) }
+func (m mmsg) mode() uint8   { return uint8(m>>4) & 3 }
+func (m mmsg) client() uint8 { return uint8(m>>6) & 3 }
+func (m mmsg) node() uint8   { return uint8(m>>8) & 7 }
+func (m mmsg) att() uint8    { return uint8(m>>11) & 7 }
+func (m mmsg) val() uint8    { return uint8(m >> 16) }
+func (m mmsg) withMode(mode uint8) mmsg {
+	return m&^(3<<4) | mmsg(mode)<<4
+}
+
+// Client phases.
+const (
+	phIdle      uint8 = iota // the Acquire call has not begun
+	phAcquiring              // an attempt's acquire round is open
+	phWriteBack              // the attempt's fence write-back round is open
+	phFailed                 // the attempt failed; a retry may follow
+	phHeld                   // an attempt succeeded (believed while now < deadline)
+	phDone                   // gave up, released, or lost by an extend
+)
+
+// Round slots per node.
+const (
+	rsPending uint8 = iota
+	rsOK
+	rsRefused
+	rsError
+)
+
+// mclient is one client with one Acquire call (token client+1).
+type mclient struct {
+	phase    uint8
+	att      uint8 // current (or last) attempt
+	extRound bool  // an extend round is open (phase held)
+	start    int16 // tick the current attempt or extend began
+	rs       [mNodes]uint8
+	rv       [mNodes]uint8 // counters of grants in the current round
+	mine     uint8         // nodes that granted or errored for the current attempt
+	lateAtt  [mNodes]uint8 // old claim: late grants recorded (attempt), released on the next failure
+	fence    uint8
+	wbF      uint8 // F of the write-back round
+	holdAtt  uint8 // the attempt that got the lock
+	dl       int32 // local deadline in ms of model time
+	extends  uint8
+	accessed uint8 // bit 0: an access while valid; bit 1: an access after a pause
+	floor    uint8 // ghost (property 1): largest fence completed before the call began
+}
+
+// mstate is the whole world. Times are absolute ticks; the hash encodes them
+// relative to now, so worlds that differ only by a shift of time are one.
+type mstate struct {
+	now     int16
+	nodes   [mNodes]mnode
+	cl      [mClients]mclient
+	nmsg    uint8
+	msgs    [mMsgs]mmsg // sorted
+	gHigh   uint8       // guard: highest fence accepted
+	gOwner  uint8       // guard: its owner (token)
+	nacc    uint8
+	acc     [mAcc]uint16 // ghost (property 2): accepted (fence<<8 | token), sorted, unique
+	doneMax uint8        // ghost (property 1): largest fence of a completed acquisition
+}
+
+func (s *mstate) addMsg(m mmsg) {
+	if int(s.nmsg) == mMsgs {
+		panic("model: too many messages in flight; raise mMsgs")
+	}
+	insertSorted(s.msgs[:], int(s.nmsg), m)
+	s.nmsg++
+}
+
+// insertSorted puts x into the sorted xs[:n], which has room for it.
+func insertSorted[E cmp.Ordered](xs []E, n int, x E) {
+	i := n
+	for i > 0 && xs[i-1] > x {
+		xs[i] = xs[i-1]
+		i--
+	}
+	xs[i] = x
+}
+
+func (s *mstate) delMsg(i int) {
+	copy(s.msgs[i:s.nmsg], s.msgs[i+1:s.nmsg])
+	s.nmsg--
+	s.msgs[s.nmsg] = 0
+}
+
+// variant says which protocol the model runs.
+type variant struct {
+	perAttempt bool // attempt k writes "T.k" (new) instead of "T" (old)
+	lateErrors bool // late errors are cleaned up like late grants (new)
+	writeBack  bool // the fence write-back phase runs when planFence asks
+	ownerGuard bool // the guard's equal-fence rule checks the owner (new)
+	// A deliberate bug, for a control: the lease counts from the decision,
+	// as if the round had taken no time (validity with elapsed 0).
+	leaseFromDecision bool
+}
+
+var (
+	newProtocol = variant{perAttempt: true, lateErrors: true, writeBack: true, ownerGuard: true}
+	oldProtocol = variant{writeBack: true}
+)
+
+// faults says what the environment may do.
+type faults struct {
+	loss        bool // a request or reply may fail (the client sees an error; the request may still run later), a given-up request may be lost
+	earlyExpiry bool // a key may vanish before its TTL (a clock jump on the node)
+	amnesia     bool // a node may restart without its data (key and counter gone)
+	pauses      bool // a holder may pause after checking its deadline and access after it
+}
+
+// world is a model configuration: the protocol, the faults and the bounds.
+type world struct {
+	v        variant
+	f        faults
+	clients  int
+	nodes    int
+	attempts int   // attempts per Acquire call
+	extends  int   // extends per hold
+	ttl      int16 // TTL in ticks
+	initCtr  uint8 // initial counters: every vector in [0, initCtr]^nodes with a 0 in it
+	factor   float64
+	// Smaller worlds for the controls, whose bugs need neither:
+	noTime    bool // time does not pass (keys still vanish by early expiry, if allowed)
+	noRelease bool // holders never release
+	fixedCtr  bool // start from the counters ctr0 only, not every vector up to initCtr
+	ctr0      [mNodes]uint8
+}
+
+func (w *world) quorum() int { return w.nodes/2 + 1 }
+
+func (w *world) ttlDur() time.Duration { return time.Duration(w.ttl) * tick }
+
+// value is the lock value attempt att of client c writes.
+func (w *world) value(c, att uint8) mval {
+	if w.v.perAttempt {
+		return mval{c + 1, att}
+	}
+	return mval{c + 1, 0}
+}
+
+// believes reports whether client c believes it holds the lock now.
+func (w *world) believes(s *mstate, c int) bool {
+	cl := &s.cl[c]
+	return cl.phase == phHeld && int32(s.now)*int32(tick/time.Millisecond) < cl.dl
+}
+
+func (s *mstate) nowMs() int32 { return int32(s.now) * int32(tick/time.Millisecond) }
+
+// Actions.
+const (
+	aBegin uint8 = iota
+	aRetry
+	aExtend
+	aRelease
+	aAccess
+	aStaleAccess
+	aDeliver
+	aFail
+	aLose
+	aTick
+	aExpire
+	aAmnesia
+)
+
+// mact is one action: its kind and an argument (client, node or message index).
+type mact struct{ kind, arg uint8 }
+
+// actions appends every action enabled in s.
+func (w *world) actions(s *mstate, out []mact) []mact {
+	for c := 0; c < w.clients; c++ {
+		cl := &s.cl[c]
+		a := uint8(c)
+		switch cl.phase {
+		case phIdle:
+			out = append(out, mact{aBegin, a})
+		case phFailed:
+			if int(cl.att) < w.attempts {
+				out = append(out, mact{aRetry, a})
+			}
+		case phHeld:
+			valid := w.believes(s, c)
+			if !cl.extRound {
+				if valid && int(cl.extends) < w.extends {
+					out = append(out, mact{aExtend, a})
+				}
+				if !w.noRelease {
+					out = append(out, mact{aRelease, a})
+				}
+			}
+			if valid && cl.accessed&1 == 0 {
+				out = append(out, mact{aAccess, a})
+			}
+			if w.f.pauses && !valid && cl.accessed&2 == 0 {
+				out = append(out, mact{aStaleAccess, a})
+			}
+		}
+	}
+	for i := 0; i < int(s.nmsg); i++ {
+		if i > 0 && s.msgs[i] == s.msgs[i-1] {
+			continue // the same message twice: the same successors
+		}
+		m := s.msgs[i]
+		out = append(out, mact{aDeliver, uint8(i)})
+		if w.f.loss {
+			if m.mode() == mOrphan {
+				out = append(out, mact{aLose, uint8(i)})
+			} else {
+				out = append(out, mact{aFail, uint8(i)})
+			}
+		}
+	}
+	if !w.noTime {
+		out = append(out, mact{aTick, 0})
+	}
+	for n := 0; n < w.nodes; n++ {
+		if w.f.earlyExpiry && s.nodes[n].key.tok != 0 {
+			out = append(out, mact{aExpire, uint8(n)})
+		}
+		if w.f.amnesia && (s.nodes[n].key.tok != 0 || s.nodes[n].ctr != 0) {
+			out = append(out, mact{aAmnesia, uint8(n)})
+		}
+	}
+	return out
+}
+
+// mviolation is a property found violated by a step.
+type mviolation struct {
+	prop int
+	why  string
+}
+
+// step carries one action's bookkeeping: the log of a trace being printed
+// (nil while searching) and the first violation found.
+type step struct {
+	w   *world
+	s   *mstate
+	log *strings.Builder
+	bad *mviolation
+}
+
+func (st *step) logf(format string, args ...any) {
+	if st.log != nil {
+		fmt.Fprintf(st.log, format, args...)
+	}
+}
+
+func (st *step) violate(prop int, format string, args ...any) {
+	if st.bad == nil {
+		st.bad = &mviolation{prop: prop, why: fmt.Sprintf(format, args...)}
+	}
+}
+
+// apply performs action a on s. It returns the violation of property 1, 2
+// or 4 the step made, if any (property 3 is a property of states: see
+// check).
+func (w *world) apply(s *mstate, a mact, log *strings.Builder) *mviolation {
+	st := &step{w: w, s: s, log: log}
+	if log != nil {
+		fmt.Fprintf(log, "t=%d ", s.now)
+	}
+	c := a.arg
+	switch a.kind {
+	case aBegin:
+		cl := &s.cl[c]
+		cl.floor = s.doneMax
+		st.logf("c%d begins Acquire (token T%d)", c, c+1)
+		st.startAttempt(c, 1)
+	case aRetry:
+		st.logf("c%d retries", c)
+		st.startAttempt(c, s.cl[c].att+1)
+	case aExtend:
+		cl := &s.cl[c]
+		cl.extends++
+		cl.extRound, cl.start = true, s.now
+		cl.rs = [mNodes]uint8{}
+		st.logf("c%d extends: extend sent to all nodes", c)
+		for n := 0; n < w.nodes; n++ {
+			s.addMsg(packMsg(kExtReq, mLive, c, uint8(n), cl.extends, 0))
+		}
+	case aRelease:
+		st.logf("c%d releases: release sent to all nodes", c)
+		st.release(c)
+	case aAccess, aStaleAccess:
+		st.access(c, a.kind == aStaleAccess)
+	case aDeliver:
+		st.deliver(int(a.arg))
+	case aFail:
+		st.fail(int(a.arg))
+	case aLose:
+		m := s.msgs[a.arg]
+		st.logf("c%d %s to n%d (attempt %d) lost", m.client(), kindNames[m.kind()], m.node(), m.att())
+		s.delMsg(int(a.arg))
+	case aTick:
+		s.now++
+		st.logf("time passes → t=%d", s.now)
+		for n := 0; n < w.nodes; n++ {
+			if nd := &s.nodes[n]; nd.key.tok != 0 && nd.exp <= s.now {
+				st.logf("; n%d's key %s expires", n, nd.key)
+				nd.key, nd.exp, nd.setBy = mval{}, 0, 0
+			}
+		}
+	case aExpire:
+		nd := &s.nodes[a.arg]
+		st.logf("n%d's key %s expires early (clock jump)", a.arg, nd.key)
+		nd.key, nd.exp, nd.setBy = mval{}, 0, 0
+	case aAmnesia:
+		st.logf("n%d restarts without its data (key %s and counter %d gone)", a.arg, s.nodes[a.arg].key, s.nodes[a.arg].ctr)
+		s.nodes[a.arg] = mnode{}
+	}
+	st.logf("\n")
+	return st.bad
+}
+
+// check reports a violation of property 3 (mutual exclusion) in s, if props
+// asks for it. It checks a stronger invariant too, which implies it and
+// fails sooner (in fewer steps): every client that believes it holds has a
+// value of its call on a quorum of the nodes. (Two such quorums would share
+// a node, which holds one value.)
+func (w *world) check(s *mstate, props uint8) *mviolation {
+	if props&(1<<3) == 0 {
+		return nil
+	}
+	first := -1
+	for c := 0; c < w.clients; c++ {
+		if !w.believes(s, c) {
+			continue
+		}
+		if first >= 0 {
+			return &mviolation{prop: 3, why: fmt.Sprintf("c%d and c%d both believe they hold the lock at t=%d", first, c, s.now)}
+		}
+		first = c
+		held := 0
+		for n := 0; n < w.nodes; n++ {
+			if s.nodes[n].key.tok == uint8(c+1) {
+				held++
+			}
+		}
+		if held < w.quorum() {
+			return &mviolation{prop: 3, why: fmt.Sprintf("c%d believes it holds the lock at t=%d, but only %d nodes hold a value of T%d (quorum %d): another client can take it", c, s.now, held, c+1, w.quorum())}
+		}
+	}
+	return nil
+}
+
+func (st *step) startAttempt(c, att uint8) {
+	s, w := st.s, st.w
+	cl := &s.cl[c]
+	cl.phase, cl.att, cl.start = phAcquiring, att, s.now
+	cl.rs, cl.rv, cl.mine = [mNodes]uint8{}, [mNodes]uint8{}, 0
+	st.logf(": attempt %d sends acquire %s to all nodes", att, w.value(c, att))
+	for n := 0; n < w.nodes; n++ {
+		s.addMsg(packMsg(kAcqReq, mLive, c, uint8(n), att, 0))
+	}
+}
+
+// release sends the release of call c to every node and ends the lock.
+func (st *step) release(c uint8) {
+	s := st.s
+	s.cl[c] = mclient{phase: phDone, att: s.cl[c].att} // nothing else matters once the call is over
+	for n := 0; n < st.w.nodes; n++ {
+		s.addMsg(packMsg(kRelReq, mOrphan, c, uint8(n), 0, 0))
+	}
+}
+
+// cleanup sends the exact compare-and-delete of attempt att of c to node n.
+func (st *step) cleanup(c, n, att uint8) {
+	st.s.addMsg(packMsg(kCleanReq, mOrphan, c, n, att, 0))
+}
+
+func (st *step) access(c uint8, stale bool) {
+	s, w := st.s, st.w
+	cl := &s.cl[c]
+	tok := c + 1
+	how := "while valid"
+	if stale {
+		cl.accessed |= 2
+		how = "after a pause past its deadline"
+	} else {
+		cl.accessed |= 1
+	}
+	h, o, ok := guardAccess(s.gHigh, s.gOwner, cl.fence, tok, w.v.ownerGuard)
+	if !ok {
+		st.logf("c%d accesses the guard %s with fence %d: refused (highest %d, owner T%d)", c, how, cl.fence, s.gHigh, s.gOwner)
+		return
+	}
+	st.logf("c%d accesses the guard %s with fence %d: accepted", c, how, cl.fence)
+	s.gHigh, s.gOwner = h, o
+	for i := 0; i < int(s.nacc); i++ {
+		if f, t := uint8(s.acc[i]>>8), uint8(s.acc[i]); f == cl.fence && t != tok {
+			st.violate(2, "the guard accepted fence %d from T%d and from T%d", f, t, tok)
+		}
+	}
+	e := uint16(cl.fence)<<8 | uint16(tok)
+	for i := 0; i < int(s.nacc); i++ {
+		if s.acc[i] == e {
+			return
+		}
+	}
+	if int(s.nacc) == mAcc {
+		panic("model: too many guard accesses; raise mAcc")
+	}
+	insertSorted(s.acc[:], int(s.nacc), e)
+	s.nacc++
+}
+
+// deliver runs message i: a request at its node, or a reply at its client.
+func (st *step) deliver(i int) {
+	s, w := st.s, st.w
+	m := s.msgs[i]
+	s.delMsg(i)
+	c, n, att := m.client(), m.node(), m.att()
+	nd := &s.nodes[n]
+	reply := func(kind, val uint8) {
+		if m.mode() != mOrphan {
+			s.addMsg(packMsg(kind, m.mode(), c, n, att, val))
+		}
+	}
+	switch m.kind() {
+	case kAcqReq:
+		v := w.value(c, att)
+		before := nd.key
+		var ok bool
+		var ctr uint8
+		*nd, ok, ctr = nodeAcquire(*nd, s.now, w.ttl, v)
+		if ok {
+			nd.setBy = att
+			st.logf("c%d attempt %d: acquire %s delivered at n%d (key was %s) → granted, counter %d", c, att, v, n, before, ctr)
+		} else {
+			st.logf("c%d attempt %d: acquire %s delivered at n%d → refused (held by %s)", c, att, v, n, before)
+		}
+		if ok || m.mode() == mLive {
+			reply(kAcqRep, ctr) // a late refusal changes nothing: not sent
+		}
+	case kWbReq:
+		*nd, _ = nodeWriteBack(*nd, m.val())
+		st.logf("c%d attempt %d: write-back %d delivered at n%d → counter %d", c, att, m.val(), n, nd.ctr)
+		reply(kWbRep, 1)
+	case kExtReq:
+		var ok bool
+		*nd, ok = nodeExtend(*nd, s.now, w.ttl, c+1)
+		st.logf("c%d extend delivered at n%d (key %s) → %v", c, n, nd.key, map[bool]string{true: "extended", false: "not ours"}[ok])
+		r := uint8(0)
+		if ok {
+			r = 1
+		}
+		reply(kExtRep, r)
+	case kCleanReq:
+		v := w.value(c, att)
+		key, setBy := nd.key, nd.setBy
+		var ok bool
+		*nd, ok = nodeCleanup(*nd, v)
+		if ok {
+			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → deleted", c, att, v, n)
+			if key.tok != c+1 || setBy != att {
+				st.violate(4, "the cleanup of attempt %d of T%d deleted the key %s that attempt %d of T%d set, on n%d", att, c+1, key, setBy, key.tok, n)
+			}
+		} else {
+			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → nothing (key %s)", c, att, v, n, key)
+		}
+	case kRelReq:
+		key := nd.key
+		var ok bool
+		*nd, ok = nodeRelease(*nd, c+1)
+		st.logf("c%d release delivered at n%d (key %s) → %v", c, n, key, map[bool]string{true: "deleted", false: "nothing"}[ok])
+	case kAcqRep, kWbRep, kExtRep:
+		st.logf("c%d %s from n%d (attempt %d) delivered", c, kindNames[m.kind()], n, att)
+		st.answer(m, answerOf(m))
+	}
+}
+
+// answerOf reads a reply: a grant (its counter > 0), an ack, or "extended"
+// are yes; a refusal or "not ours" is no.
+func answerOf(m mmsg) uint8 {
+	if m.val() > 0 {
+		return rsOK
+	}
+	return rsRefused
+}
+
+// fail makes the client see an error for message i: a request (which stays
+// in flight, given up on: the node may still run it) or a reply (lost after
+// the node ran the script).
+func (st *step) fail(i int) {
+	s := st.s
+	m := s.msgs[i]
+	s.delMsg(i)
+	if m.kind()%2 == 0 { // a request
+		st.logf("c%d %s to n%d (attempt %d) times out: error; the request stays in flight", m.client(), kindNames[m.kind()], m.node(), m.att())
+		s.addMsg(m.withMode(mOrphan))
+	} else {
+		st.logf("c%d %s from n%d (attempt %d) lost: error", m.client(), kindNames[m.kind()], m.node(), m.att())
+	}
+	st.answer(m, rsError)
+}
+
+// answer gives the client of m the answer r (ok, refused, error) of m's node.
+func (st *step) answer(m mmsg, r uint8) {
+	c, n := m.client(), m.node()
+	if m.mode() == mLate {
+		st.late(c, n, m.att(), r)
+		return
+	}
+	s := st.s
+	cl := &s.cl[c]
+	cl.rs[n] = r
+	if m.kind() == kAcqReq || m.kind() == kAcqRep {
+		if r == rsOK {
+			cl.rv[n] = m.val()
+		}
+		if r != rsRefused {
+			cl.mine |= 1 << n
+		}
+	}
+	ok, failed := 0, 0
+	for i := 0; i < st.w.nodes; i++ {
+		switch cl.rs[i] {
+		case rsOK:
+			ok++
+		case rsRefused, rsError:
+			failed++
+		}
+	}
+	w := st.w
+	if !decided(ok, failed, w.nodes, w.quorum()) {
+		return
+	}
+	// The round is decided: its other messages are late (acquire) or
+	// given up (write-back, extend).
+	for i := int(s.nmsg) - 1; i >= 0; i-- {
+		mm := s.msgs[i]
+		if mm.client() != c || mm.mode() != mLive {
+			continue
+		}
+		s.delMsg(i)
+		switch {
+		case mm.kind() == kAcqRep && mm.val() == 0:
+			// A refusal: nothing of ours on that node, nothing to do late.
+		case mm.kind() == kAcqReq || mm.kind() == kAcqRep:
+			s.addMsg(mm.withMode(mLate))
+		case mm.kind()%2 == 0:
+			s.addMsg(mm.withMode(mOrphan))
+		}
+	}
+	elapsed := time.Duration(s.now-cl.start) * tick
+	v := validity(w.ttlDur(), elapsed, w.factor)
+	startMs := int32(cl.start) * int32(tick/time.Millisecond)
+	if w.v.leaseFromDecision {
+		v, startMs = validity(w.ttlDur(), 0, w.factor), s.nowMs()
+	}
+	timely := v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs()
+	switch {
+	case cl.extRound:
+		cl.extRound = false
+		notOurs := 0
+		for i := 0; i < w.nodes; i++ {
+			if cl.rs[i] == rsRefused {
+				notOurs++
+			}
+		}
+		if ok >= w.quorum() && timely && w.believes(s, int(c)) {
+			cl.dl = startMs + int32(v/time.Millisecond)
+			st.logf(" → extend succeeded, valid until %dms", cl.dl)
+			return
+		}
+		cl.dl = min(cl.dl, startMs+int32(v/time.Millisecond))
+		if notOurs >= w.quorum() {
+			st.logf(" → extend failed, a majority said not ours: lock lost, release sent to all nodes")
+			st.release(c)
+			return
+		}
+		st.logf(" → extend failed, valid until %dms", cl.dl)
+	case cl.phase == phAcquiring:
+		if ok >= w.quorum() && timely {
+			var granted []uint64
+			for i := 0; i < w.nodes; i++ {
+				if cl.rs[i] == rsOK {
+					granted = append(granted, uint64(cl.rv[i]))
+				}
+			}
+			plan := planFence(granted, w.quorum())
+			if plan.writeBack && w.v.writeBack {
+				cl.phase, cl.wbF = phWriteBack, uint8(plan.fence)
+				cl.rs = [mNodes]uint8{}
+				st.logf(" → granted by %d, F=%d held by fewer than a quorum: write-back %d sent to all nodes", ok, plan.fence, plan.fence)
+				for n := 0; n < w.nodes; n++ {
+					s.addMsg(packMsg(kWbReq, mLive, c, uint8(n), cl.att, cl.wbF))
+				}
+				return
+			}
+			st.hold(c, uint8(plan.fence), startMs+int32(v/time.Millisecond))
+			return
+		}
+		st.logf(" → attempt %d failed (%d granted, validity %v)", cl.att, ok, v)
+		st.failAttempt(c)
+	case cl.phase == phWriteBack:
+		if ok >= w.quorum() && timely {
+			st.hold(c, cl.wbF, startMs+int32(v/time.Millisecond))
+			return
+		}
+		st.logf(" → write-back failed (%d acks, validity %v): attempt %d failed", ok, v, cl.att)
+		st.failAttempt(c)
+	}
+}
+
+func (st *step) hold(c, fence uint8, dl int32) {
+	s := st.s
+	cl := &s.cl[c]
+	cl.phase, cl.fence, cl.holdAtt, cl.dl = phHeld, fence, cl.att, dl
+	cl.lateAtt = [mNodes]uint8{}
+	st.logf(" → c%d HOLDS the lock with fence %d, valid until %dms", c, fence, dl)
+	if fence <= cl.floor {
+		st.violate(1, "c%d holds with fence %d, but an acquisition with fence %d completed before its call began", c, fence, cl.floor)
+	}
+	cl.floor, cl.mine = 0, 0
+	s.doneMax = max(s.doneMax, fence)
+}
+
+// failAttempt cleans up after a failed attempt: the exact value on every node
+// that granted or errored (and, old claim, the late grants recorded).
+func (st *step) failAttempt(c uint8) {
+	s, w := st.s, st.w
+	cl := &s.cl[c]
+	for n := uint8(0); int(n) < w.nodes; n++ {
+		if cl.mine&(1<<n) != 0 {
+			st.cleanup(c, n, cl.att)
+		}
+		if a := cl.lateAtt[n]; a != 0 {
+			st.cleanup(c, n, a)
+		}
+	}
+	cl.lateAtt, cl.mine = [mNodes]uint8{}, 0
+	cl.phase = phFailed
+	if int(cl.att) >= w.attempts {
+		*cl = mclient{phase: phDone, att: cl.att}
+		st.logf("; c%d gives up", c)
+	}
+}
+
+// late handles an answer to an acquire request of attempt att, decided
+// before it came.
+func (st *step) late(c, n, att, r uint8) {
+	s, w := st.s, st.w
+	cl := &s.cl[c]
+	if r == rsRefused || (r == rsError && !w.v.lateErrors) {
+		return
+	}
+	ended := cl.phase == phDone || (cl.phase == phHeld && !w.believes(s, int(c)))
+	if !w.v.perAttempt {
+		// The old claim: one token for all attempts.
+		switch {
+		case ended:
+			st.logf(" (late: call over, cleanup sent)")
+			st.cleanup(c, n, att)
+		case cl.phase == phHeld:
+			st.logf(" (late: belongs to the lock)")
+		default:
+			st.logf(" (late: recorded)")
+			cl.lateAtt[n] = att
+		}
+		return
+	}
+	switch {
+	case cl.phase == phWriteBack && cl.att == att:
+		st.logf(" (late: recorded with attempt %d)", att)
+		cl.mine |= 1 << n
+	case cl.phase == phHeld && cl.holdAtt == att && !ended:
+		st.logf(" (late: belongs to the lock)")
+	default:
+		st.logf(" (late: attempt %d failed or the lock ended: cleanup sent)", att)
+		st.cleanup(c, n, att)
+	}
+}
+
+// hash returns the state's hash, the same for every state that differs from
+// s only in ways that cannot matter:
+//   - times are taken relative to now, and deadlines and elapsed times are
+//     clamped where they no longer change anything;
+//   - nodes are interchangeable (the protocol counts answers, never names a
+//     node): the state modulo a renaming of nodes is its global part and the
+//     multiset of the nodes' signatures, each holding everything about one
+//     node (its key and counter, every message to or from it, every
+//     client's slot for it), so the signatures are hashed in sorted order;
+//   - clients are interchangeable up to their tokens: the hash is the least
+//     over the renamings of clients (tokens renamed with them).
+//
+// Multisets (the messages, the guard's accepted accesses) are hashed as sums
+// of their elements' hashes, which do not depend on order.
+func (w *world) hash(s *mstate) uint64 {
+	best := w.hashAs(s, [mClients]uint8{0, 1, 2})
+	switch w.clients {
+	case 2:
+		best = min(best, w.hashAs(s, [mClients]uint8{1, 0, 2}))
+	case 3:
+		for _, p := range [][mClients]uint8{{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+			best = min(best, w.hashAs(s, p))
+		}
+	}
+	return best
+}
+
+// hashAs hashes s with client c renamed to p[c] (token c+1 to p[c]+1).
+func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
+	var inv [mClients]uint8
+	for c := 0; c < w.clients; c++ {
+		inv[p[c]] = uint8(c)
+	}
+	tok := func(t uint8) uint8 {
+		if t == 0 {
+			return 0
+		}
+		return p[t-1] + 1
+	}
+	var open [mClients]bool
+	for c := 0; c < w.clients; c++ {
+		cl := &s.cl[c]
+		open[c] = cl.phase == phAcquiring || cl.phase == phWriteBack || cl.extRound
+	}
+	var sig, msum [mNodes]uint64
+	for i := 0; i < int(s.nmsg); i++ {
+		m := s.msgs[i]
+		m = m&^(7<<8|3<<6) | mmsg(p[m.client()])<<6
+		msum[s.msgs[i].node()] += mix(1, uint64(m))
+	}
+	for n := 0; n < w.nodes; n++ {
+		nd := &s.nodes[n]
+		x := uint64(tok(nd.key.tok)) | uint64(nd.key.att)<<8 | uint64(nd.setBy)<<16 | uint64(nd.ctr)<<24
+		if nd.key.tok != 0 {
+			x |= uint64(uint8(nd.exp-s.now)) << 32
+		}
+		h := mix(msum[n], x)
+		for k := 0; k < w.clients; k++ {
+			c := inv[k]
+			cl := &s.cl[c]
+			y := uint64(cl.lateAtt[n]) | uint64(cl.mine>>n&1)<<8
+			if open[c] {
+				y |= uint64(cl.rs[n])<<16 | uint64(cl.rv[n])<<24
+			}
+			h = mix(h, y)
+		}
+		sig[n] = h
+	}
+	for i := 1; i < w.nodes; i++ {
+		for j := i; j > 0 && sig[j] < sig[j-1]; j-- {
+			sig[j], sig[j-1] = sig[j-1], sig[j]
+		}
+	}
+	h := uint64(w.nodes)
+	for n := 0; n < w.nodes; n++ {
+		h = mix(h, sig[n])
+	}
+	nowMs := s.nowMs()
+	for k := 0; k < w.clients; k++ {
+		cl := &s.cl[inv[k]]
+		x := uint64(cl.phase) | uint64(cl.att)<<8 | uint64(cl.fence)<<16 | uint64(cl.holdAtt)<<24 |
+			uint64(cl.extends)<<32 | uint64(cl.accessed)<<40 | uint64(cl.floor)<<48
+		var y uint64
+		if cl.phase == phWriteBack {
+			y |= uint64(cl.wbF)
+		}
+		if cl.extRound {
+			y |= 1 << 8
+		}
+		if open[inv[k]] {
+			y |= uint64(uint8(min(s.now-cl.start, w.ttl))) << 16
+		}
+		if cl.phase == phHeld {
+			y |= uint64(uint32(max(cl.dl-nowMs, 0))) << 32
+		}
+		h = mix(mix(h, x), y)
+	}
+	var acc uint64
+	for i := 0; i < int(s.nacc); i++ {
+		acc += mix(2, uint64(s.acc[i]>>8)<<8|uint64(tok(uint8(s.acc[i]))))
+	}
+	return mix(mix(h, acc), uint64(s.gHigh)|uint64(tok(s.gOwner))<<8|uint64(s.doneMax)<<16|uint64(s.nacc)<<24)
+}
+
+// mix folds x into the hash h.
+func mix(h, x uint64) uint64 {
+	h ^= x * 0x9e3779b97f4a7c15
+	h = bits.RotateLeft64(h, 31) * 0xbf58476d1ce4e5b9
+	return h ^ h>>29
+}
