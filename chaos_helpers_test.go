@@ -18,11 +18,15 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/history"
+	"github.com/redlock-go/redlock/redlocktest/record"
 )
 
 // Chaos harness: simulated clients, each a *redlock.Client over its own
 // proxied path to every node (a redlocktest.Net), recording what they saw
-// into one redlocktest.Recorder, and a fenced counter downstream.
+// into one history.Recorder through record.As (no event written here), the
+// cluster and its Nets recording their own faults, and a fenced counter
+// downstream.
 
 var chaosDurationFlag = flag.Duration("chaos.duration", 0,
 	"how long TestChaosSoak runs (default $REDLOCK_CHAOS_DURATION, else 20s)")
@@ -52,11 +56,11 @@ func chaosDuration(tb testing.TB) time.Duration {
 // cannot read-modify-write around a newer one). An unfenced store ignores
 // fences: the negative control.
 type store interface {
-	// read returns the counter of resource under fence.
-	read(resource string, fence uint64) (int64, error)
-	// write sets the counter of resource to v under fence and returns
+	// read returns the counter of resource under h's fence.
+	read(resource string, h redlock.Holder) (int64, error)
+	// write sets the counter of resource to v under h's fence and returns
 	// the store's order of acceptance.
-	write(resource string, v int64, fence uint64) (seq int64, err error)
+	write(resource string, v int64, h redlock.Holder) (seq int64, err error)
 	// counters returns the final value of every resource written.
 	counters() (map[string]int64, error)
 }
@@ -88,8 +92,8 @@ func newMemStore(fenced bool) *memStore {
 	return s
 }
 
-// do runs access under fence: through the guard if the store is fenced.
-func (s *memStore) do(resource string, fence uint64, access func()) error {
+// do runs access under h's fence: through the guard if the store is fenced.
+func (s *memStore) do(resource string, h redlock.Holder, access func()) error {
 	f := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -99,16 +103,16 @@ func (s *memStore) do(resource string, fence uint64, access func()) error {
 	if s.guard == nil {
 		return f()
 	}
-	return s.guard.Do(resource, fence, f)
+	return s.guard.Do(resource, h, f)
 }
 
-func (s *memStore) read(resource string, fence uint64) (v int64, err error) {
-	err = s.do(resource, fence, func() { v = s.val[resource] })
+func (s *memStore) read(resource string, h redlock.Holder) (v int64, err error) {
+	err = s.do(resource, h, func() { v = s.val[resource] })
 	return v, err
 }
 
-func (s *memStore) write(resource string, v int64, fence uint64) (seq int64, err error) {
-	err = s.do(resource, fence, func() {
+func (s *memStore) write(resource string, v int64, h redlock.Holder) (seq int64, err error) {
+	err = s.do(resource, h, func() {
 		s.val[resource] = v
 		s.seq[resource]++
 		seq = s.seq[resource]
@@ -142,7 +146,7 @@ const storeTimeout = 5 * time.Second
 
 func countKey(resource string) string { return "{" + resource + "}:count" }
 
-func (s *redisStore) read(resource string, fence uint64) (int64, error) {
+func (s *redisStore) read(resource string, h redlock.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	var (
@@ -150,7 +154,7 @@ func (s *redisStore) read(resource string, fence uint64) (int64, error) {
 		err error
 	)
 	if s.guard != nil {
-		v, _, err = s.guard.Get(ctx, resource, countKey(resource), fence)
+		v, _, err = s.guard.Get(ctx, resource, countKey(resource), h)
 	} else {
 		v, err = s.rdb.Get(ctx, countKey(resource)).Result()
 		if errors.Is(err, redis.Nil) {
@@ -163,7 +167,7 @@ func (s *redisStore) read(resource string, fence uint64) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-func (s *redisStore) write(resource string, v int64, fence uint64) (int64, error) {
+func (s *redisStore) write(resource string, v int64, h redlock.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	s.mu.Lock()
@@ -171,7 +175,7 @@ func (s *redisStore) write(resource string, v int64, fence uint64) (int64, error
 	s.mu.Unlock()
 	var err error
 	if s.guard != nil {
-		err = s.guard.Set(ctx, resource, countKey(resource), strconv.FormatInt(v, 10), fence)
+		err = s.guard.Set(ctx, resource, countKey(resource), strconv.FormatInt(v, 10), h)
 	} else {
 		err = s.rdb.Set(ctx, countKey(resource), v, 0).Err()
 	}
@@ -203,12 +207,13 @@ func (s *redisStore) counters() (map[string]int64, error) {
 type chaosEnv struct {
 	t     testing.TB
 	cl    *redlocktest.Cluster
-	rec   *redlocktest.Recorder
+	rec   *history.Recorder
 	store store
 	opts  redlock.Options // for clients made by client()
 
-	watchers sync.WaitGroup // one per hold: records Lost, polls auto-extends
-	finished bool           // finish was called
+	mu       sync.Mutex // protects holds
+	holds    []*redlock.Lock
+	finished bool // finish was called
 }
 
 // newEnv starts n nodes and returns an environment whose clients use opts.
@@ -223,7 +228,7 @@ func newEnv(tb testing.TB, n int, st storeKind, opts *redlock.Options) *chaosEnv
 func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redlock.Options) *chaosEnv {
 	tb.Helper()
 	copts := &redlocktest.Options{Expire: max(redlocktest.DefaultExpire, d+15*time.Minute)}
-	e := &chaosEnv{t: tb, rec: redlocktest.NewRecorder()}
+	e := &chaosEnv{t: tb, rec: history.NewRecorder()}
 	switch st {
 	case memFenced, memUnfenced:
 		e.store = newMemStore(st == memFenced)
@@ -243,11 +248,13 @@ func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redloc
 		// rows are about safety, not latency.
 		e.opts.NodeTimeout = 500 * time.Millisecond
 	}
-	e.cl = redlocktest.Start(tb, n, copts)
+	nodeOpts := *copts
+	nodeOpts.Recorder = e.rec // the nodes' and the Nets' faults record themselves
+	e.cl = redlocktest.Start(tb, n, &nodeOpts)
 	// Runs before the cluster's Close (cleanups run last-in first-out) and
 	// after the clients' (registered later).
 	tb.Cleanup(func() {
-		e.join()
+		e.waitHolds()
 		if !e.finished {
 			// The row stopped early: still show it, and how far it got.
 			row := tb.Name()[strings.LastIndex(tb.Name(), "/")+1:] + " (FAILED)"
@@ -260,16 +267,39 @@ func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redloc
 	return e
 }
 
-// join waits for every hold watcher: each ends when its lock ends, at its
-// deadline at the latest.
-func (e *chaosEnv) join() { e.watchers.Wait() }
+// waitHolds waits until every hold taken through a sim has ended: at its
+// deadline at the latest, when its loss is recorded.
+func (e *chaosEnv) waitHolds() {
+	e.mu.Lock()
+	holds := e.holds
+	e.mu.Unlock()
+	for _, l := range holds {
+		for {
+			until := l.ValidUntil() // moved by extends
+			select {
+			case <-l.Done():
+			case <-time.After(time.Until(until) + 5*time.Second):
+				if l.ValidUntil().After(until) {
+					continue
+				}
+				select {
+				case <-l.Done():
+				default:
+					e.t.Errorf("Done of the hold of %q not closed 5s after its deadline; want closed at the deadline", l.Name())
+				}
+			}
+			break
+		}
+	}
+}
 
 // sim is one simulated client process: its own network path and Client.
 type sim struct {
 	e    *chaosEnv
 	name string
 	net  *redlocktest.Net
-	lc   *redlock.Client
+	lc   *redlock.Client // records through rc
+	rc   record.Client
 
 	// pauseOneIn, if > 0, makes work stop the process past its lease
 	// once in that many holds, between its read and its write (a GC
@@ -293,12 +323,31 @@ func (e *chaosEnv) clientWith(name string, opts *redlock.Options) *sim {
 			e.t.Errorf("Net(%q).Close: %v", name, err)
 		}
 	})
-	lc, err := redlock.New(n.Clients(), opts)
+	rc := record.As(e.rec, name)
+	lc, err := rc.New(n.Clients(), opts)
 	if err != nil {
 		e.t.Fatalf("redlock.New(%q): %v", name, err)
 	}
 	e.t.Cleanup(func() { lc.Close() })
-	return &sim{e: e, name: name, net: n, lc: lc}
+	return &sim{e: e, name: name, net: n, lc: lc, rc: rc}
+}
+
+// warmUp opens s's connections to every node and loads the scripts there,
+// through a client on the same Net that records nothing.
+func (s *sim) warmUp(name string) {
+	s.e.t.Helper()
+	lc, err := redlock.New(s.net.Clients(), &s.e.opts)
+	if err != nil {
+		s.e.t.Fatalf("redlock.New: %v", err)
+	}
+	defer lc.Close()
+	l, err := lc.Acquire(within(s.e.t, 5*time.Second), name, time.Second, nil)
+	if err == nil {
+		err = l.Release(within(s.e.t, 5*time.Second))
+	}
+	if err != nil {
+		s.e.t.Fatalf("warm-up of %s: %v", s.name, err)
+	}
 }
 
 // directClient is a client over the cluster's own clients, not proxied:
@@ -319,6 +368,15 @@ func (e *chaosEnv) directClient() *redlock.Client {
 func (e *chaosEnv) warmUp(name string, n int) {
 	e.t.Helper()
 	lc := e.directClient()
+	lockKey, _ := e.directKeys(name)
+	gone := func() bool {
+		for _, nd := range e.cl.Clients() {
+			if n, err := nd.Exists(context.Background(), lockKey).Result(); err != nil || n != 0 {
+				return false
+			}
+		}
+		return true
+	}
 	for i := 0; i < n; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		l, err := lc.Acquire(ctx, name, time.Second, nil)
@@ -329,156 +387,104 @@ func (e *chaosEnv) warmUp(name string, n int) {
 		if err != nil {
 			e.t.Fatalf("warm-up of %q: %v", name, err)
 		}
+		// Release returns at a quorum; the next acquisition must find the
+		// key gone on every node, or it skips a node's counter and the
+		// counters no longer move together as the rows expect.
+		if !waitFor(2*time.Second, gone) {
+			e.t.Fatalf("warm-up of %q: the lock key is still on a node 2s after Release", name)
+		}
 	}
 }
 
-// record records ev, stamping At with now if it is zero.
-func (e *chaosEnv) record(ev redlocktest.Event) {
-	if ev.At == 0 {
-		ev.At = e.rec.Now()
-	}
-	e.rec.Record(ev)
-}
-
-// fault runs f, a fault on node (or -1) for client (or "" for everyone),
-// and records it. It reports f's error with Errorf, so it may be called from
-// any goroutine, and returns it.
-func (e *chaosEnv) fault(node int, client, detail string, f func() error) error {
-	start := e.rec.Now()
-	err := f()
-	if err != nil {
-		e.t.Errorf("fault %s (node %d, client %q): %v", detail, node, client, err)
+// fault runs f, which injects a fault on node (or -1) for client (or ""
+// for everyone); the cluster and its Nets record their faults themselves.
+// It reports f's error with Errorf, so it may be called from any
+// goroutine, and returns it.
+func (e *chaosEnv) fault(node int, client, what string, f func() error) error {
+	if err := f(); err != nil {
+		e.t.Errorf("fault %s (node %d, client %q): %v", what, node, client, err)
 		return err
 	}
-	e.record(redlocktest.Event{Kind: redlocktest.Fault, Node: node, Client: client, Start: start, Detail: detail})
 	return nil
 }
 
-// heal runs f, which undoes a fault, and records it.
-func (e *chaosEnv) heal(node int, client, detail string, f func() error) error {
-	start := e.rec.Now()
-	err := f()
-	if err != nil {
-		e.t.Errorf("heal %s (node %d, client %q): %v", detail, node, client, err)
+// heal runs f, which undoes a fault; see fault.
+func (e *chaosEnv) heal(node int, client, what string, f func() error) error {
+	if err := f(); err != nil {
+		e.t.Errorf("heal %s (node %d, client %q): %v", what, node, client, err)
 		return err
 	}
-	e.record(redlocktest.Event{Kind: redlocktest.Heal, Node: node, Client: client, Start: start, Detail: detail})
 	return nil
 }
 
 // mustFault is fault for the test goroutine: it stops the test on error.
-func (e *chaosEnv) mustFault(node int, client, detail string, f func() error) {
+func (e *chaosEnv) mustFault(node int, client, what string, f func() error) {
 	e.t.Helper()
-	if err := e.fault(node, client, detail, f); err != nil {
+	if err := e.fault(node, client, what, f); err != nil {
 		e.t.FailNow()
 	}
 }
 
 // mustHeal is heal for the test goroutine.
-func (e *chaosEnv) mustHeal(node int, client, detail string, f func() error) {
+func (e *chaosEnv) mustHeal(node int, client, what string, f func() error) {
 	e.t.Helper()
-	if err := e.heal(node, client, detail, f); err != nil {
+	if err := e.heal(node, client, what, f); err != nil {
 		e.t.FailNow()
 	}
+}
+
+// testFault records a fault the test makes itself, outside the harness
+// (began false: its end).
+func (e *chaosEnv) testFault(kind history.FaultKind, node int, client string, began bool) {
+	k := history.Heal
+	if began {
+		k = history.Fault
+	}
+	e.rec.Record(history.Event{Kind: k, Fault: kind, Node: node, Client: client})
 }
 
 // majorityGone records that the test made a majority of the nodes
 // unreachable for the holders of lock.
 func (e *chaosEnv) majorityGone(lock string) {
-	e.record(redlocktest.Event{Kind: redlocktest.MajorityGone, Node: -1, Lock: lock})
+	e.rec.Record(history.Event{Kind: history.MajorityGone, Node: -1, Lock: lock})
 }
 
-// acquire acquires name for ttl and records the outcome. A hold gets a
-// watcher that records Lost when its Done fires with ErrLost, and the new
-// deadlines a watchdog sets.
+// acquire acquires name for ttl (recorded, with the extends and the loss
+// of the hold) and keeps the hold for waitHolds.
 func (s *sim) acquire(ctx context.Context, name string, ttl time.Duration, o *redlock.AcquireOptions) (*redlock.Lock, error) {
-	rec := s.e.rec
-	start := rec.Now()
 	l, err := s.lc.Acquire(ctx, name, ttl, o)
-	at := rec.Now()
 	if err != nil {
-		rec.Record(redlocktest.Event{Kind: redlocktest.AcquireFail, Client: s.name, Lock: name, Start: start, At: at, Detail: err.Error()})
 		return nil, err
 	}
-	until := l.ValidUntil()
-	rec.Record(redlocktest.Event{Kind: redlocktest.Acquire, Client: s.name, Lock: name, Token: l.Token(), Fence: l.Fence(),
-		Start: start, At: at, Until: rec.Stamp(until)})
-	s.e.watchers.Add(1)
-	go s.watch(l, until, o != nil && o.AutoExtend)
+	s.e.mu.Lock()
+	s.e.holds = append(s.e.holds, l)
+	s.e.mu.Unlock()
 	return l, nil
 }
 
-// watch records the end of a hold if it is lost, and, with a watchdog,
-// every new deadline it sets (polled: the watchdog does not report).
-func (s *sim) watch(l *redlock.Lock, until time.Time, auto bool) {
-	defer s.e.watchers.Done()
-	rec := s.e.rec
-	var tick <-chan time.Time
-	if auto {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		tick = tk.C
-	}
-	for {
-		select {
-		case <-l.Done():
-			if errors.Is(l.Err(), redlock.ErrLost) {
-				rec.Record(redlocktest.Event{Kind: redlocktest.Lost, Client: s.name, Lock: l.Name(), Token: l.Token(),
-					Fence: l.Fence(), At: rec.Now()})
-			}
-			return
-		case <-tick:
-			if u := l.ValidUntil(); !u.Equal(until) {
-				until = u
-				now := rec.Now()
-				rec.Record(redlocktest.Event{Kind: redlocktest.Extend, Client: s.name, Lock: l.Name(), Token: l.Token(),
-					Fence: l.Fence(), Start: now, At: now, Until: rec.Stamp(u)}) // a successful extend: no Detail
-			}
-		}
-	}
-}
-
-// extend extends l and records the outcome (a failure also ends the lock:
-// its watcher records Lost).
+// extend extends l (recorded; a failure also ends the lock, and its loss
+// is recorded).
 func (s *sim) extend(ctx context.Context, l *redlock.Lock, ttl time.Duration) error {
-	rec := s.e.rec
-	start := rec.Now()
-	err := l.Extend(ctx, ttl)
-	ev := redlocktest.Event{Kind: redlocktest.Extend, Client: s.name, Lock: l.Name(), Token: l.Token(),
-		Fence: l.Fence(), Start: start, At: rec.Now()}
-	if err == nil {
-		ev.Until = rec.Stamp(l.ValidUntil())
-	} else {
-		ev.Detail = err.Error()
-	}
-	rec.Record(ev)
-	return err
+	return l.Extend(ctx, ttl)
 }
 
-// release releases l and records when it was called.
+// release releases l (recorded).
 func (s *sim) release(l *redlock.Lock) error {
-	rec := s.e.rec
-	at := rec.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := l.Release(ctx)
-	rec.Record(redlocktest.Event{Kind: redlocktest.Release, Client: s.name, Lock: l.Name(), Token: l.Token(),
-		Fence: l.Fence(), Start: at, At: at})
-	return err
+	return l.Release(ctx)
 }
 
 // read is the fenced read of resource under l: it returns the counter, or
 // an error matching errStale, which is recorded as a rejected write (the
 // increment did not happen).
-func (s *sim) read(l *redlock.Lock, resource string) (int64, error) {
-	start := s.e.rec.Now()
-	v, err := s.e.store.read(resource, l.Fence())
+func (s *sim) read(l *redlock.Lock, resource string) (v int64, err error) {
+	err = s.rc.Read(resource, l, func() (err error) {
+		v, err = s.e.store.read(resource, l)
+		return err
+	})
 	if err != nil && !errors.Is(err, redlock.ErrStaleFence) {
 		s.e.t.Errorf("downstream read of %s: %v; want nil or ErrStaleFence", s.name, err)
-	}
-	if err != nil {
-		s.e.rec.Record(redlocktest.Event{Kind: redlocktest.Write, Client: s.name, Lock: resource, Token: l.Token(),
-			Fence: l.Fence(), Start: start, At: s.e.rec.Now(), Detail: "read rejected: " + err.Error()})
 	}
 	return v, err
 }
@@ -486,17 +492,10 @@ func (s *sim) read(l *redlock.Lock, resource string) (int64, error) {
 // write is the fenced write of v to resource under l; it records the write
 // and reports whether the store accepted it.
 func (s *sim) write(l *redlock.Lock, resource string, v int64) bool {
-	start := s.e.rec.Now()
-	seq, err := s.e.store.write(resource, v, l.Fence())
+	err := s.rc.Write(resource, l, v, func() (int64, error) { return s.e.store.write(resource, v, l) })
 	if err != nil && !errors.Is(err, redlock.ErrStaleFence) {
 		s.e.t.Errorf("downstream write of %s: %v; want nil or ErrStaleFence", s.name, err)
 	}
-	ev := redlocktest.Event{Kind: redlocktest.Write, Client: s.name, Lock: resource, Token: l.Token(), Fence: l.Fence(),
-		Start: start, At: s.e.rec.Now(), Accepted: err == nil, Seq: seq, Value: v}
-	if err != nil {
-		ev.Detail = err.Error()
-	}
-	s.e.rec.Record(ev)
 	return err == nil
 }
 
@@ -537,14 +536,14 @@ func (s *sim) work(ctx context.Context, name, resource string, ttl, wait, hold t
 // pausePast stops the client until its lease has run out and a little
 // more (the keys' TTL on the nodes), as a GC pause would, and records it.
 func (s *sim) pausePast(l *redlock.Lock) {
-	s.e.fault(-1, s.name, "process-pause", func() error { return nil })
+	s.e.testFault(history.FaultProcessPause, -1, s.name, true)
 	select {
 	case <-l.Done():
 	case <-time.After(time.Until(l.ValidUntil()) + 5*time.Second):
 		s.e.t.Errorf("Done of %s's hold of %q not closed 5s after its deadline; want closed at the deadline", s.name, l.Name())
 	}
 	time.Sleep(500 * time.Millisecond)
-	s.e.heal(-1, s.name, "process-pause", func() error { return nil })
+	s.e.testFault(history.FaultProcessPause, -1, s.name, false)
 }
 
 // waitFor polls cond every 10ms for up to d and reports whether it held.
@@ -577,11 +576,11 @@ func runWorkers(d time.Duration, clients []*sim, name, resource string, ttl, wai
 	wg.Wait()
 }
 
-// check joins the watchers (every hold must have ended) and checks the
-// history against the store's final counters.
+// check waits for every hold to end and checks the history against the
+// store's final counters.
 func (e *chaosEnv) check() *redlocktest.Report {
 	e.t.Helper()
-	e.join()
+	e.waitHolds()
 	counters, err := e.store.counters()
 	if err != nil {
 		e.t.Fatalf("downstream store: %v", err)
@@ -632,6 +631,32 @@ func (e *chaosEnv) timeline(name string, rep *redlocktest.Report) {
 		return
 	}
 	e.t.Logf("timeline of %s: %s", name, path)
+	// The history itself, to check and draw again anywhere:
+	// go run ./redlocktest/cmd/timeline FILE.json > FILE.html
+	saved := strings.TrimSuffix(path, ".html") + ".json"
+	if err := e.save(saved, name); err != nil {
+		e.t.Errorf("saving the history of %s: %v", name, err)
+		return
+	}
+	e.t.Logf("history of %s: %s", name, saved)
+}
+
+// save writes the history and the store's counters to path as JSON
+// (history.Save).
+func (e *chaosEnv) save(path, title string) error {
+	counters, err := e.store.counters()
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = history.Save(f, &history.Saved{Title: title, Counters: counters, Events: e.rec.Events()})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // assertNoKey fails the test if any running node still has name's lock key.

@@ -1,17 +1,22 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
 // Chaos tests: real faults injected into real Redis nodes partway through a
@@ -45,9 +50,13 @@ func TestChaos(t *testing.T) {
 		{"12-client-pause", chaosClientPause},
 		{"13-flapping", chaosFlapping},
 		{"14-fence-divergent-counters", chaosFenceDivergence},
+		{"15-fence-tie", chaosFenceTie},
+		{"16-delayed-cleanup", chaosDelayedCleanup},
+		{"17-fair-contention-faults", chaosFairContention},
 		{"control-a-06-unfenced", controlHolderPauseUnfenced},
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
+		{"control-c-16-shared-values", controlDelayedCleanupShared},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) { r.run(t, r.name) })
@@ -538,12 +547,16 @@ func chaosLatency(t *testing.T, row string) {
 }
 
 // 8. Blackhole 2 of a client's nodes: it acquires with the other three
-// without waiting for the two, extends, and its release names the two.
+// without waiting for the two, extends, and releases at the quorum without
+// waiting for them either; the two are reported through its logger.
 func chaosBlackholeMinority(t *testing.T, row string) {
 	e := newEnv(t, 5, memFenced, nil)
 	const name = "r08"
 	const ttl = 2 * time.Second
-	c1, c2 := e.client("c1"), e.client("c2")
+	var logs syncBuffer
+	c1opts := e.opts
+	c1opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c1, c2 := e.clientWith("c1", &c1opts), e.client("c2")
 	e.blackhole(c1, 3, 4)
 	l, err := c1.acquire(within(t, 3*time.Second), name, ttl, nil)
 	if err != nil {
@@ -558,8 +571,13 @@ func chaosBlackholeMinority(t *testing.T, row string) {
 		t.Errorf("row %q: Extend with D, E blackholed = %v; want nil", row, err)
 	}
 	err = c1.release(l)
-	if got := nodesIn(err); !got[3] || !got[4] || len(got) != 2 {
-		t.Errorf("row %q: Release error names nodes %v (%v); want exactly 3 and 4", row, sortedNodes(got), err)
+	if got := nodesIn(err); len(got) != 0 && (!got[3] || !got[4] || len(got) != 2) {
+		t.Errorf("row %q: Release error names nodes %v (%v); want none (it returns at quorum) or exactly 3 and 4", row, sortedNodes(got), err)
+	}
+	// Closing the client joins the stragglers, which report D and E.
+	c1.lc.Close()
+	if out := logs.String(); !strings.Contains(out, "node=3") || !strings.Contains(out, "node=4") {
+		t.Errorf("row %q: c1's log after Close:\n%s\nwant the blackholed nodes 3 and 4 reported as stragglers", row, out)
 	}
 	e.healNet(c1, "blackhole", 3, 4)
 	l = mustAcquire(t, c2, name, ttl, 5*time.Second, nil, "after c1's release")
@@ -640,6 +658,9 @@ func controlClockJumpUnfenced(t *testing.T, row string) {
 	assertUnfencedCaught(t, row, e, rep, accepted)
 }
 
+// clockBackward is the fault of row 10, which the test makes itself.
+const clockBackward history.FaultKind = "clock-backward"
+
 // 10. Backward clock jump on 2 nodes: their copies of the key outlive the
 // TTL. The holder crashes without releasing; liveness only: another client
 // gets the lock from the other three once their keys expire.
@@ -656,6 +677,7 @@ func chaosClockBackward(t *testing.T, row string) {
 		e.mustFault(i, "", "clock-backward", func() error {
 			return e.cl.Client(i).PExpire(within(t, 5*time.Second), key, time.Minute).Err()
 		})
+		e.testFault(clockBackward, i, "", true)
 	}
 	// c1 crashes: it never releases; its lease runs out at its deadline.
 	l2, err := c2.acquire(within(t, 10*time.Second), name, ttl, nil)
@@ -669,6 +691,7 @@ func chaosClockBackward(t *testing.T, row string) {
 	wantLost(t, row, l1, 5*time.Second)
 	for _, i := range []int{2, 3} {
 		e.mustHeal(i, "", "clock-backward", func() error { return e.cl.Client(i).Del(within(t, 5*time.Second), key).Err() })
+		e.testFault(clockBackward, i, "", false)
 	}
 	rep := e.check()
 	assertClean(t, row, rep)
@@ -728,9 +751,11 @@ func chaosBlackholeReleaseExtend(t *testing.T, row string) {
 	e.finish(row, rep, nil)
 }
 
-// 12. CLIENT PAUSE on A, B, C during an acquire. Shorter than the TTL: the
+// 12. CLIENT PAUSE on A, B, C during an acquire. A third of the TTL: the
 // acquire succeeds, and the time the paused nodes took comes off its
-// validity. Longer than the TTL: the acquire fails and leaves no key.
+// validity (the deadline, start + validity, must still be ahead when the
+// acquire returns, so a pause past half the TTL fails it). Longer than the
+// TTL: the acquire fails and leaves no key.
 func chaosClientPause(t *testing.T, row string) {
 	e := newEnv(t, 5, memFenced, nil)
 	const ttl = 2 * time.Second
@@ -739,13 +764,13 @@ func chaosClientPause(t *testing.T, row string) {
 	c2 := e.client("c2")
 
 	const short = "r12-short"
-	const d = ttl / 2
+	const d = ttl / 3
 	p0 := time.Now()
 	for _, i := range []int{0, 1, 2} {
 		e.mustFault(i, "", "client-pause "+d.String(), func() error { return e.cl.ClientPause(i, d) })
 	}
 	start := time.Now()
-	l := mustAcquire(t, c1, short, ttl, 3*ttl, nil, "pause shorter than the TTL")
+	l := mustAcquire(t, c1, short, ttl, 3*ttl, nil, "pause of a third of the TTL")
 	for _, i := range []int{0, 1, 2} {
 		e.mustHeal(i, "", "client-pause "+d.String(), func() error { return nil })
 	}
@@ -878,6 +903,235 @@ func chaosFenceDivergence(t *testing.T, row string) {
 	rep := e.check()
 	assertClean(t, row, rep)
 	e.finish(row, rep, nil)
+}
+
+// 15. Fence tie: two overlapping holds get the same fence. The counters have
+// diverged (A, E at 100; B, C, D at 1). c1, cut off from D and E, its
+// replies from C 400ms late, acquires A, B, C: its script runs on C at once
+// (C's counter 2), but c1 hears of it only later. Meanwhile C's clock jumps
+// past c1's key, and c2, cut off from A and B, acquires C, D, E: counters
+// 3, 2, 101, fence 101, written back to C, D, E. Then c1's reply from C
+// arrives: A 101, B 2, C 2, fence 101 too. Mutual exclusion is broken (a
+// clock jumped while an acquisition was in flight: expected, the checker
+// reports the overlap) and so is the uniqueness of fences (the checker
+// reports the tie); the owner-aware guard must still let only one holder
+// use fence 101 downstream.
+//
+// Deterministic: each fence is the max of INCRs that all ran before either
+// write-back, whatever the timing, provided c2's INCR on C runs before
+// c1's write-back reaches C. c1 sends that write-back only once C's late
+// reply has come, so c2 has the 400ms of that latency, of which its own
+// acquisition (no fault on its paths to C, D, E) needs a few
+// milliseconds; the row checks that c2 was done first.
+func chaosFenceTie(t *testing.T, row string) {
+	e := newEnv(t, 5, redisFenced, nil)
+	const name = "r15"
+	const ttl = 10 * time.Second
+	const latency = 400 * time.Millisecond
+	c1 := e.clientWith("c1", &redlock.Options{NodeTimeout: time.Second})
+	c2 := e.client("c2")
+	lockKey, fenceKey := c1.lc.Keys(name)
+	// Open every connection and load the scripts first (not recorded), so
+	// that C's reply latency is c1's only delay.
+	c1.warmUp(name)
+	c2.warmUp(name)
+	for i, v := range []int{100, 1, 1, 1, 100} {
+		if err := e.cl.Client(i).Set(within(t, 5*time.Second), fenceKey, v, 0).Err(); err != nil {
+			t.Fatalf("seeding the fence counter of node %d: %v", i, err)
+		}
+	}
+
+	e.down(c1, 3, 4)
+	e.mustFault(2, c1.name, "latency-400ms", func() error { return c1.net.Latency(2, latency) })
+	type result struct {
+		l   *redlock.Lock
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l, err := c1.acquire(ctx, name, ttl, &redlock.AcquireOptions{Retry: redlock.NoRetry()})
+		done <- result{l, err, time.Now()}
+	}()
+
+	// c1's script has run on C once its key is there; the reply is late.
+	if !waitFor(5*time.Second, func() bool { return e.cl.Client(2).Exists(ctx, lockKey).Val() == 1 }) {
+		t.Fatalf("row %q: c1's key never appeared on C", row)
+	}
+	e.mustFault(2, "", "clock-jump", func() error { return e.cl.ClockJump(2, lockKey) })
+	e.mustHeal(2, "", "clock-jump", func() error { return nil }) // a jump is over at once
+	e.down(c2, 0, 1)
+	l2 := mustAcquire(t, c2, name, ttl, 5*time.Second, &redlock.AcquireOptions{Retry: redlock.NoRetry()}, "C (key expired), D, E free")
+	c2At := time.Now()
+	r1 := <-done
+	if r1.err != nil {
+		t.Fatalf("row %q: c1's acquisition of A, B, C = %v; want the lock (C's reply was only late)", row, r1.err)
+	}
+	l1 := r1.l
+	if r1.at.Before(c2At) {
+		t.Fatalf("row %q: c1's acquisition returned before c2's (c2 took more than the %v window); the tie needs c2 first", row, latency)
+	}
+	if l1.Fence() != 101 || l2.Fence() != 101 || l1.Token() == l2.Token() {
+		t.Fatalf("row %q: fences of c1, c2 = %d, %d; want both 101 (the tie), with different tokens", row, l1.Fence(), l2.Fence())
+	}
+
+	// Both read-modify-write, interleaved. c2 reaches the store first and
+	// keeps fence 101; c1, at the same fence, is refused, read and write.
+	v2, err := c2.read(l2, name)
+	if err != nil {
+		t.Errorf("row %q: read of c2, first at fence 101 = %v; want accepted", row, err)
+	}
+	v1, err := c1.read(l1, name)
+	if !errors.Is(err, redlock.ErrStaleFence) {
+		t.Errorf("row %q: read of c1 at c2's fence 101 = %v; want ErrStaleFence", row, err)
+	}
+	if !c2.write(l2, name, v2+1) {
+		t.Errorf("row %q: write of c2, first at fence 101, rejected; want accepted", row)
+	}
+	if c1.write(l1, name, v1+1) {
+		t.Errorf("row %q: write of c1 at c2's fence 101 accepted; want rejected with ErrStaleFence", row)
+	}
+	for _, ev := range e.rec.Events() {
+		if ev.Kind == redlocktest.Write && ev.Client == c1.name && !strings.Contains(ev.Detail, "already held by another holder") {
+			t.Errorf("row %q: c1's rejected access: %q; want it to say another holder holds fence 101", row, ev.Detail)
+		}
+	}
+	if got, err := e.store.counters(); err != nil || got[name] != v2+1 {
+		t.Errorf("row %q: stored counter = %v, %v; want %d, c2's increment only", row, got[name], err, v2+1)
+	}
+
+	c2.release(l2)
+	c1.release(l1)
+	e.healNet(c1, "down", 3, 4)
+	e.mustHeal(2, c1.name, "latency-400ms", func() error { return c1.net.Heal(2) })
+	e.healNet(c2, "down", 0, 1)
+	rep := e.check()
+	if len(rep.FenceTies) != 1 {
+		t.Errorf("row %q: fence ties = %d; want 1, c1's and c2's holds at fence 101:\n%s", row, len(rep.FenceTies), rep)
+	}
+	if len(rep.Overlaps) == 0 {
+		t.Errorf("row %q: overlaps = 0; want the double grant of the clock jump reported", row)
+	}
+	assertFencedSafe(t, row, rep)
+	e.finish(row+" (overlap and tie expected)", rep, nil)
+}
+
+// 16. A delayed cleanup (issue 7.2), honest clocks, no node fault. c1's
+// requests to A and B are held 1s in its process (a retransmitted packet,
+// a slow path) while its node timeout is 100ms. Attempt 1 gets only C and
+// fails; its cleanup of A and B is held as well. The paths heal, attempt 2
+// takes A, B, C, and then the held acquire and cleanup of attempt 1 land on
+// A and B. Each attempt writes its own value, so attempt 1's cleanup
+// deletes nothing of attempt 2's: A and B still hold c1's lock and c2 is
+// refused.
+func chaosDelayedCleanup(t *testing.T, row string) {
+	e, rep, l1, onAB, err2 := delayedCleanup(t, false)
+	if !errors.Is(err2, redlock.ErrHeld) {
+		t.Errorf("row %q: c2's Acquire after the delayed cleanup landed = %v; want ErrHeld (c1 still holds A, B, C)", row, err2)
+	}
+	for i, v := range onAB {
+		if !strings.HasPrefix(v, l1.Token()+".") {
+			t.Errorf("row %q: node %d: the lock key = %q once the held requests landed; want c1's value (token %s)", row, i, v, l1.Token())
+		}
+	}
+	assertClean(t, row, rep)
+	e.finish(row, rep, nil)
+}
+
+// Control c: row 16 with the old values, every attempt of a call writing
+// the bare token. The held cleanup of attempt 1 deletes attempt 2's keys on
+// A and B, c2 takes the lock while c1 still holds it, and the checker must
+// report the overlap.
+func controlDelayedCleanupShared(t *testing.T, row string) {
+	e, rep, _, _, err2 := delayedCleanup(t, true)
+	caught := err2 == nil && len(rep.Overlaps) > 0
+	if !caught {
+		t.Errorf("row %q: c2's Acquire = %v, overlaps = %d; want the lock and an overlap reported (the cleanup of attempt 1 deleted attempt 2's keys):\n%s",
+			row, err2, len(rep.Overlaps), rep)
+	}
+	e.finish(row, rep, &caught)
+}
+
+// delayedCleanup runs the scenario of row 16 on A, B, C (with shared
+// attempt values for the control) and returns c1's lock, the error of c2's
+// try-lock once the held requests landed, the values of the lock key on A
+// and B then, and the checked history.
+func delayedCleanup(t *testing.T, shared bool) (e *chaosEnv, rep *redlocktest.Report, l1 *redlock.Lock, onAB []string, err2 error) {
+	e = newEnv(t, 3, memFenced, nil)
+	const name = "r16"
+	const hold = time.Second
+	c1 := e.clientWith("c1", &redlock.Options{NodeTimeout: 100 * time.Millisecond})
+	if shared {
+		redlock.SetSharedAttemptValue(c1.lc)
+	}
+	c2 := e.client("c2")
+	// Open every connection and load the scripts on every node first (not
+	// recorded): a held EVALSHA that finds no script does nothing.
+	c1.warmUp(name)
+	c2.warmUp(name)
+	cleanupSrc, err := os.ReadFile("cleanup.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < e.cl.Len(); i++ {
+		if err := e.cl.Client(i).ScriptLoad(within(t, 5*time.Second), string(cleanupSrc)).Err(); err != nil {
+			t.Fatalf("SCRIPT LOAD of cleanup.lua on node %d: %v", i, err)
+		}
+	}
+
+	for _, i := range []int{0, 1} {
+		e.mustFault(i, c1.name, "hold-1s", func() error { return c1.net.HoldRequests(i, hold) })
+	}
+	type result struct {
+		l   *redlock.Lock
+		err error
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		// One retry, 400ms after attempt 1: after the heal, before the
+		// held requests land.
+		retry := func(attempt int) (time.Duration, bool) { return 400 * time.Millisecond, attempt == 1 }
+		l, err := c1.acquire(ctx, name, 5*time.Second, &redlock.AcquireOptions{Retry: retry})
+		done <- result{l, err}
+	}()
+	// Attempt 1 has failed once its acquire and cleanup to A and B are
+	// held (at least 4 requests: the core may send a cleanup twice) and
+	// its key on C is cleaned up; heal then, before attempt 2, 400ms later.
+	lockKey, _ := e.directKeys(name)
+	if !waitFor(5*time.Second, func() bool {
+		return c1.net.Held() >= 4 && e.cl.Client(2).Exists(ctx, lockKey).Val() == 0
+	}) {
+		t.Fatalf("c1's attempt 1 never had its acquire and cleanup held on A, B and its key on C cleaned up (held: %d)", c1.net.Held())
+	}
+	e.healNet(c1, "hold-1s", 0, 1)
+	r1 := <-done
+	if r1.err != nil {
+		t.Fatalf("c1's Acquire = %v; want the lock at attempt 2, on healed paths", r1.err)
+	}
+	if c1.net.Held() < 4 {
+		t.Fatalf("held requests when c1's attempt 2 won = %d; want >= 4 (attempt 2 must win before attempt 1's requests land)", c1.net.Held())
+	}
+	if !waitFor(10*time.Second, func() bool { return c1.net.Held() == 0 }) {
+		t.Fatalf("held requests 10s later = %d; want 0", c1.net.Held())
+	}
+	_, err2 = c2.acquire(within(t, 5*time.Second), name, 5*time.Second, &redlock.AcquireOptions{Retry: redlock.NoRetry()})
+	l1 = r1.l
+	vals := make([]string, 2)
+	for i := range vals {
+		vals[i] = e.cl.Client(i).Get(ctx, lockKey).Val()
+	}
+	if l1.Err() != nil {
+		t.Errorf("c1's lock after the delayed requests landed: Err() = %v; want nil (still held, its TTL is 5s)", l1.Err())
+	}
+	c1.release(l1)
+	return e, e.check(), l1, vals, err2
 }
 
 // Control b: a naive single-node lock (N = 1) whose node restarts empty.
@@ -1135,4 +1389,85 @@ func (in *injector) healOne(f activeFault) {
 		time.Sleep(time.Until(f.at))
 	}
 	in.e.heal(f.node, client, f.detail, f.heal)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines and a test.
+type syncBuffer struct {
+	mu sync.Mutex // protects b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// 17. Fair handoff under faults (issue 10): six clients, each its own Client
+// (as six processes), contend for one name in the default fair mode, with
+// fenced increments. While they do, B is blackholed for every client, then D
+// is paused for a third of the TTL, then E is killed and restarted with its
+// data. The waiting order only decides who tries first: no overlap, fences
+// in order, nothing stale accepted; every client makes progress; no queue
+// key is left once the contention is over.
+func chaosFairContention(t *testing.T, row string) {
+	e := newEnv(t, 5, memFenced, nil)
+	const name = "r17"
+	const ttl = time.Second
+	cs := e.clients(6)
+	faults := make(chan struct{})
+	go func() {
+		defer close(faults)
+		step := func(d time.Duration) { time.Sleep(d) }
+		step(800 * time.Millisecond)
+		for _, c := range cs {
+			e.fault(1, c.name, "blackhole", func() error { return c.net.Blackhole(1) })
+		}
+		step(1500 * time.Millisecond)
+		for _, c := range cs {
+			e.heal(1, c.name, "blackhole", func() error { return c.net.Heal(1) })
+		}
+		e.fault(3, "", "pause", func() error { return e.cl.Pause(3) })
+		step(ttl / 3)
+		e.heal(3, "", "pause", func() error { return e.cl.Unpause(3) })
+		step(300 * time.Millisecond)
+		e.fault(4, "", "kill", func() error { return e.cl.Kill(4) })
+		step(time.Second)
+		e.heal(4, "", "restart", func() error { return e.cl.Restart(4) })
+	}()
+	runWorkers(6*time.Second, cs, name, name, ttl, 3*time.Second, 5*time.Millisecond, nil)
+	<-faults
+
+	per := map[string]int{}
+	for _, ev := range e.rec.Events() {
+		if ev.Kind == history.Acquire && ev.Lock == name && ev.Token != "" {
+			per[ev.Client]++
+		}
+	}
+	for _, c := range cs {
+		if per[c.name] == 0 {
+			t.Errorf("row %q: client %s never acquired in 6s of fair contention (per client: %v)", row, c.name, per)
+		}
+	}
+	// Waiters left the queue when they gave up; entries of the last ones
+	// expire. Nothing may stay behind.
+	time.Sleep(ttl + 1500*time.Millisecond)
+	lockKey, _ := e.directKeys(name)
+	for i, nd := range e.cl.Clients() {
+		for _, k := range []string{lockKey, lockKey + ":q", lockKey + ":qt"} {
+			if n, err := nd.Exists(context.Background(), k).Result(); err != nil || n != 0 {
+				t.Errorf("row %q: node %d: EXISTS %s = %d, %v after the contention; want 0", row, i, k, n, err)
+			}
+		}
+	}
+	rep := e.check()
+	assertClean(t, row, rep)
+	wantAcquisitions(t, row, rep, len(cs))
+	e.finish(row, rep, nil)
 }

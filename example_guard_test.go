@@ -12,31 +12,43 @@ import (
 
 func ExampleFenceGuard() {
 	// An in-memory store shared by the goroutines of one program, each of
-	// which writes only while holding the lock "account:7" (fences from
-	// Lock.Fence).
+	// which writes only while holding the lock "account:7". A holder is
+	// the *redlock.Lock itself; here, fences and tokens made up for the
+	// example.
 	var guard redlock.FenceGuard
 	balance := 0
-	deposit := func(fence uint64, amount int) error {
-		return guard.Do("account:7", fence, func() error {
+	deposit := func(h redlock.Holder, amount int) error {
+		return guard.Do("account:7", h, func() error {
 			balance += amount
 			return nil
 		})
 	}
+	first := redlock.HolderOf(33, "token-of-the-first-holder")
+	newer := redlock.HolderOf(34, "token-of-a-newer-holder")
+	overlapping := redlock.HolderOf(34, "token-of-an-overlapping-holder")
 
-	fmt.Println(deposit(33, 10)) // the holder with fence 33
-	fmt.Println(deposit(34, 5))  // a newer holder: its lock came later
+	fmt.Println(deposit(first, 10)) // the holder with fence 33
+	fmt.Println(deposit(newer, 5))  // a newer holder: its lock came later
+	fmt.Println(deposit(newer, 1))  // it writes again at its own fence
 	// The first holder wakes up from a long pause, still believing it
 	// holds the lock. Its write is rejected.
-	err := deposit(33, 100)
+	err := deposit(first, 100)
 	fmt.Println(errors.Is(err, redlock.ErrStaleFence))
 	fmt.Println(err)
+	// A hold that overlapped the newer one got the same fence (Redlock's
+	// timing assumptions broke): the newer holder reached the store first
+	// and keeps it.
+	err = deposit(overlapping, 1000)
+	fmt.Println(errors.Is(err, redlock.ErrStaleFence))
 	fmt.Println("balance:", balance, "highest fence:", guard.Highest("account:7"))
 	// Output:
 	// <nil>
 	// <nil>
+	// <nil>
 	// true
 	// redlock: stale fence: "account:7": fence 33 is below 34, the highest fence accepted: a newer holder has taken the lock, so stop and acquire it again before retrying
-	// balance: 15 highest fence: 34
+	// true
+	// balance: 16 highest fence: 34
 }
 
 func ExampleRedisGuard() {
@@ -53,19 +65,28 @@ func ExampleRedisGuard() {
 	// Data keys carry the resource's hash tag, so the guard works on Redis
 	// Cluster too.
 	const resource, key = "report:9", "{report:9}:status"
+	// Holders are *redlock.Lock values, or, in a process given a fence and
+	// a token by the holder (the CLI's REDLOCK_FENCE and REDLOCK_TOKEN),
+	// made with HolderOf.
+	older := redlock.HolderOf(6, "token-6")
+	holder := redlock.HolderOf(7, "token-7")
 
 	// The holder with fence 7 reads, and so records its fence; an older
 	// holder (fence 6) that now writes is rejected.
-	_, ok, err := guard.Get(ctx, resource, key, 7)
+	_, ok, err := guard.Get(ctx, resource, key, holder)
 	fmt.Println("exists:", ok, err)
-	err = guard.Set(ctx, resource, key, "done by 6", 6)
+	err = guard.Set(ctx, resource, key, "done by 6", older)
 	fmt.Println(errors.Is(err, redlock.ErrStaleFence))
-	fmt.Println(guard.Set(ctx, resource, key, "done by 7", 7))
-	v, _, _ := guard.Get(ctx, resource, key, 7)
+	fmt.Println(guard.Set(ctx, resource, key, "done by 7", holder))
+	v, _, _ := guard.Get(ctx, resource, key, holder)
 	fmt.Println(v)
+	// A lock taken with NoFence (fence 0) cannot be fenced.
+	err = guard.Set(ctx, resource, key, "unfenced", redlock.HolderOf(0, "token-0"))
+	fmt.Println(errors.Is(err, redlock.ErrNoFence))
 	// Output:
 	// exists: false <nil>
 	// true
 	// <nil>
 	// done by 7
+	// true
 }

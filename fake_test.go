@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,14 +16,16 @@ import (
 // of quorum counting, timing and fence planning. It runs the four scripts'
 // semantics in Go; the scripts themselves are tested on real Redis.
 type fakeNode struct {
-	mu      sync.Mutex // protects the fields below
-	kv      map[string]string
-	expiry  map[string]time.Time
-	delay   time.Duration // every call answers after this long, whatever its context says
-	hang    chan struct{} // when non-nil, calls block until it is closed
-	err     error         // when non-nil, every call fails with it
-	calls   map[string]int
-	deleted []string // keys deleted by the release script
+	mu          sync.Mutex // protects the fields below
+	kv          map[string]string
+	expiry      map[string]time.Time
+	delay       time.Duration // every call answers after this long, whatever its context says
+	slowCleanup time.Duration // cleanups reach the node this long after they were sent, whatever their context says
+	errAfter    error         // when non-nil, every call runs its script and then answers with this error (a lost reply)
+	hang        chan struct{} // when non-nil, calls block until it is closed
+	err         error         // when non-nil, every call fails with it
+	calls       map[string]int
+	deleted     []string // keys deleted by the release script
 }
 
 var _ redis.Scripter = (*fakeNode)(nil)
@@ -60,7 +63,10 @@ func (f *fakeNode) expireLocked(key string) {
 
 func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	f.mu.Lock()
-	delay, hang, err := f.delay, f.hang, f.err
+	delay, hang, err, errAfter := f.delay, f.hang, f.err, f.errAfter
+	if sha == cleanupScript.Hash() {
+		delay += f.slowCleanup
+	}
 	f.mu.Unlock()
 	if hang != nil {
 		<-hang
@@ -71,6 +77,15 @@ func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args 
 	if err != nil {
 		return redis.NewCmdResult(nil, err)
 	}
+	cmd := f.run(sha, keys, args)
+	if errAfter != nil {
+		return redis.NewCmdResult(nil, errAfter)
+	}
+	return cmd
+}
+
+// run runs the script sha on the node's data.
+func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range keys {
@@ -80,33 +95,35 @@ func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args 
 	switch sha {
 	case acquireScript.Hash():
 		f.calls["acquire"]++
-		key, fkey, token := keys[0], keys[1], str(0)
+		key, fkey, value := keys[0], keys[1], str(0)
 		ms, _ := strconv.Atoi(str(1))
-		switch cur, ok := f.kv[key]; {
-		case !ok || cur == token:
-			f.kv[key] = token
-			f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
-		default:
+		if !f.takes(key, value) {
 			return redis.NewCmdResult([]any{int64(0), time.Until(f.expiry[key]).Milliseconds()}, nil)
 		}
+		f.kv[key] = value
+		f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
 		if str(2) != "1" {
-			return redis.NewCmdResult([]any{int64(1), int64(0)}, nil)
+			return redis.NewCmdResult([]any{int64(1), "0"}, nil)
 		}
-		n, _ := strconv.ParseInt(f.kv[fkey], 10, 64)
+		n, _ := strconv.ParseUint(f.kv[fkey], 10, 64)
 		n++
-		f.kv[fkey] = strconv.FormatInt(n, 10)
-		return redis.NewCmdResult([]any{int64(1), n}, nil)
+		f.kv[fkey] = strconv.FormatUint(n, 10)
+		return redis.NewCmdResult([]any{int64(1), f.kv[fkey]}, nil)
 	case extendScript.Hash():
 		f.calls["extend"]++
 		ms, _ := strconv.Atoi(str(1))
-		if f.kv[keys[0]] != str(0) {
+		if cur, ok := f.kv[keys[0]]; !ok || !strings.HasPrefix(cur, str(0)) {
 			return redis.NewCmdResult(int64(0), nil)
 		}
 		f.expiry[keys[0]] = time.Now().Add(time.Duration(ms) * time.Millisecond)
 		return redis.NewCmdResult(int64(1), nil)
-	case releaseScript.Hash():
-		f.calls["release"]++
-		if f.kv[keys[0]] != str(0) {
+	case releaseScript.Hash(), cleanupScript.Hash():
+		op, match := "release", func(cur string) bool { return strings.HasPrefix(cur, str(0)) }
+		if sha == cleanupScript.Hash() {
+			op, match = "cleanup", func(cur string) bool { return cur == str(0) }
+		}
+		f.calls[op]++
+		if cur, ok := f.kv[keys[0]]; !ok || !match(cur) {
 			return redis.NewCmdResult(int64(0), nil)
 		}
 		delete(f.kv, keys[0])
@@ -123,6 +140,21 @@ func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args 
 		return redis.NewCmdResult(int64(1), nil)
 	}
 	return redis.NewCmdResult(nil, errors.New("NOSCRIPT fake node does not know "+sha))
+}
+
+// takes reports whether the acquire script would set key to value: the key
+// is free, holds value already, or holds an earlier attempt of the same
+// call ("<token>.<attempt>", see acquire.lua).
+func (f *fakeNode) takes(key, value string) bool {
+	cur, ok := f.kv[key]
+	if !ok || cur == value {
+		return true
+	}
+	token, mine, _ := strings.Cut(value, ".")
+	prefix, theirs, found := strings.Cut(cur, ".")
+	m, err1 := strconv.Atoi(mine)
+	t, err2 := strconv.Atoi(theirs)
+	return found && prefix == token && err1 == nil && err2 == nil && t < m
 }
 
 func (f *fakeNode) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
