@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -32,8 +34,32 @@ commands:
   demo    [flags]                             workers, faults and fencing on 5 local nodes
   help    [COMMAND]                           show help for COMMAND
 
-Nodes: --nodes URL,URL,... or $REDLOCK_NODES (redis://[user:pass@]host:port[/db],
-rediss:// for TLS). Run 'redlock help run' for the exit codes.
+  version                                     print redlock's version
+
+` + nodesHelp + `
+Every flag --FLAG falls back to $REDLOCK_FLAG (upper case, - as _: --ttl
+$REDLOCK_TTL, --node-timeout $REDLOCK_NODE_TIMEOUT, -v $REDLOCK_VERBOSE);
+the command line wins. Run 'redlock help run'
+for the exit codes.
+`
+
+// nodesHelp describes node URLs, for the usage texts.
+const nodesHelp = `Nodes: --nodes or $REDLOCK_NODES, URLs separated by commas or spaces; each
+is one independent Redis node (a quorum of them must hold a lock):
+  redis://[user:password@]host:port[/db]      a standalone master
+  rediss://...                                the same over TLS
+  redis+sentinel://[suser:spass@]host:port[/db]?master_name=NAME[&addr=host:port...]
+                                              a Sentinel-managed master (its own
+                                              credentials: &username=U&password=P)
+  redis+cluster://[user:password@]host:port[?addr=host:port...]
+                                              a Redis Cluster (use a lock NAME
+                                              without braces)
+A password with , / # ? @ or % must be percent-encoded (%2C %2F %23 %3F %40
+%25). Keep passwords in $REDLOCK_NODES, not in --nodes: a command line is
+visible to every user of the machine (ps). $REDLOCK_NODES is not passed to
+the command. go-redis options may be given as query parameters
+(?dial_timeout=3s&max_retries=2); redlock sets max_retries=1 and
+dial_timeout=1s only where the URL does not.
 `
 
 // run is the whole CLI: main is os.Exit(run(...)). It returns the exit code.
@@ -52,6 +78,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return demoCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return helpCmd(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "redlock %s\n", version())
+		return exitOK
 	default:
 		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status or demo (see 'redlock help')\n", args[0])
 		return exitUsage
@@ -78,6 +107,49 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stdout)
 	fs.Usage()
 	return exitOK
+}
+
+// version is the module version redlock was built from, or "devel".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// envName is the environment variable a flag falls back to:
+// REDLOCK_ and the flag's name in upper case, - made _ (-v is
+// REDLOCK_VERBOSE).
+func envName(flagName string) string {
+	if flagName == "v" {
+		return "REDLOCK_VERBOSE"
+	}
+	return "REDLOCK_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag of fs not given on the command line from its
+// environment variable, where that is set and not empty. It returns the
+// names of the flags set either way. A bad value is a usage error naming
+// the variable.
+func applyEnv(cmd string, fs *flag.FlagSet) (map[string]bool, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || v == "" {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = usagef(cmd, "redlock: %s: $%s: invalid value %q for --%s: %v", cmd, envName(f.Name), v, f.Name, e)
+			return
+		}
+		set[f.Name] = true
+	})
+	return set, err
 }
 
 // usageError is a bad command line: the message is printed on one line,

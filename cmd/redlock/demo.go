@@ -17,8 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/redlocktest/history"
+	"github.com/redlock-go/redlock/redlocktest/record"
 )
 
 const demoUsage = `usage: redlock demo [flags]
@@ -81,11 +84,16 @@ const demoResource = "counter"
 // demo is one run of the demo workload.
 type demo struct {
 	o      *demoOptions
-	client *redlock.Client
+	client *redlock.Client // for the quorum; the workers have their own
 	name   string
 	nodes  *redlocktest.Cluster // nil with --nodes: no node faults
-	rec    *redlocktest.Recorder
+	rec    *history.Recorder    // the workers and the nodes record into it
 	out    *printer
+
+	// Each worker is a client of its own over these, recording its
+	// history through record.As.
+	nodeClients []redis.UniversalClient
+	opts        redlock.Options
 
 	guard redlock.FenceGuard
 	// counter is the downstream store: read and written only inside
@@ -147,21 +155,22 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	d := &demo{o: o, rec: redlocktest.NewRecorder(), out: &printer{w: stdout, start: time.Now(), quiet: o.quiet}}
+	d := &demo{o: o, rec: history.NewRecorder(), out: &printer{w: stdout, start: time.Now(), quiet: o.quiet}}
+	d.opts = redlock.Options{NodeTimeout: o.timeoutFor(o.ttl), KeyPrefix: o.prefix}
 	if strings.TrimSpace(o.nodes) == "" {
 		fmt.Fprintln(stdout, "starting 5 local Redis nodes in Docker (redlocktest)...")
-		c, err := redlocktest.New(5, nil)
+		c, err := redlocktest.New(5, &redlocktest.Options{Recorder: d.rec}) // kills and restarts record themselves
 		if err != nil {
 			fmt.Fprintf(stderr, "redlock: demo: cannot start local Redis nodes: %s; run 'make redis-image' once, or give --nodes\n", oneLine(err))
 			return exitUnavailable
 		}
 		defer c.Close()
-		client, err := redlock.New(c.Clients(), &redlock.Options{NodeTimeout: o.timeoutFor(o.ttl), KeyPrefix: o.prefix})
+		client, err := redlock.New(c.Clients(), &d.opts)
 		if err != nil {
 			return reportUsage(stderr, usagef("demo", "%s", trimPrefix(err)))
 		}
 		defer client.Close()
-		d.nodes, d.client, d.name = c, client, "demo"
+		d.nodes, d.client, d.name, d.nodeClients = c, client, "demo", c.Clients()
 		d.nodesUp.Store(int32(c.Len()))
 		fmt.Fprintf(stdout, "nodes: %s\n", strings.Join(c.Addrs(), " "))
 	} else {
@@ -173,7 +182,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if code, ok := s.checkQuorum(ctx, stderr); !ok {
 			return code
 		}
-		d.client, d.name = s.client, "redlock-demo"
+		d.client, d.name, d.nodeClients = s.client, "redlock-demo", clientsOf(s.nodes)
 		d.nodesUp.Store(int32(len(s.nodes)))
 		fmt.Fprintf(stdout, "nodes: %d given with --nodes (no node faults: the demo cannot kill them)\n", len(s.nodes))
 	}
@@ -191,7 +200,14 @@ func (d *demo) run(ctx context.Context, stdout, stderr io.Writer) int {
 
 	var wg sync.WaitGroup
 	for w := range d.o.workers {
-		wg.Go(func() { d.worker(wctx, ctx, fmt.Sprintf("worker %d", w+1)) })
+		name := fmt.Sprintf("worker %d", w+1)
+		c, err := record.As(d.rec, name).New(d.nodeClients, &d.opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "redlock: demo: %s\n", trimPrefix(err))
+			return exitUsage
+		}
+		defer c.Close()
+		wg.Go(func() { d.worker(wctx, ctx, name, c) })
 	}
 	wg.Go(func() { d.faults(wctx) })
 	wg.Go(func() { d.progress(wctx) })
@@ -203,7 +219,7 @@ func (d *demo) run(ctx context.Context, stdout, stderr io.Writer) int {
 // worker takes the lock and increments the counter until wctx ends. A
 // paused worker finishes its increment (to show its rejection) unless ctx,
 // the whole demo, ends.
-func (d *demo) worker(wctx, ctx context.Context, name string) {
+func (d *demo) worker(wctx, ctx context.Context, name string, c *redlock.Client) {
 	for {
 		// After the duration, keep going only while a pause is in
 		// progress: its stale write is rejected only once someone else
@@ -215,37 +231,21 @@ func (d *demo) worker(wctx, ctx context.Context, name string) {
 			}
 			parent = ctx
 		}
-		start := d.rec.Now()
+		// c records the acquisition, its loss and its release.
 		actx, cancel := context.WithTimeout(parent, 5*d.o.ttl)
-		l, err := d.client.Acquire(actx, d.name, d.o.ttl, nil)
+		l, err := c.Acquire(actx, d.name, d.o.ttl, nil)
 		cancel()
 		if err != nil {
 			if parent.Err() == nil {
-				d.rec.Record(redlocktest.Event{Kind: redlocktest.AcquireFail, Client: name, Lock: d.name, Start: start, Detail: oneLine(err)})
 				d.out.event(true, "%s: acquire failed: %s", name, trimPrefix(err))
 			}
 			continue
 		}
 		d.acquired.Add(1)
-		d.rec.Record(redlocktest.Event{Kind: redlocktest.Acquire, Client: name, Lock: d.name, Token: l.Token(), Fence: l.Fence(),
-			Start: start, Until: d.rec.Stamp(l.ValidUntil())})
-		// Tell the history when the holder learns that its lease ended.
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			<-l.Done()
-			if errors.Is(l.Err(), redlock.ErrLost) {
-				d.rec.Record(redlocktest.Event{Kind: redlocktest.Lost, Client: name, Lock: d.name, Token: l.Token(), Fence: l.Fence()})
-			}
-		}()
 		d.increment(ctx, name, l)
-		if l.Err() == nil {
-			d.rec.Record(redlocktest.Event{Kind: redlocktest.Release, Client: name, Lock: d.name, Token: l.Token(), Fence: l.Fence()})
-		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_ = l.Release(rctx) // a lost lease reports ErrLost here; the history has it already
 		cancel()
-		<-watched
 	}
 }
 
@@ -253,7 +253,7 @@ func (d *demo) worker(wctx, ctx context.Context, name string) {
 func (d *demo) increment(ctx context.Context, name string, l *redlock.Lock) {
 	fence := l.Fence()
 	var read int64
-	if err := d.guard.Do(demoResource, fence, func() error { read = d.counter; return nil }); err != nil {
+	if err := d.guard.Do(demoResource, l, func() error { read = d.counter; return nil }); err != nil {
 		d.rejected.Add(1)
 		d.out.event(true, "%s: fence %d: read REJECTED: %s", name, fence, trimPrefix(err))
 		return
@@ -266,20 +266,15 @@ func (d *demo) increment(ctx context.Context, name string, l *redlock.Lock) {
 		defer d.pausing.Store(false)
 	}
 
-	start := d.rec.Now()
-	var seq int64
-	err := d.guard.Do(demoResource, fence, func() error {
-		d.counter = read + 1
-		d.seq++
-		seq = d.seq
-		return nil
+	err := record.As(d.rec, name).Write(demoResource, l, read+1, func() (seq int64, err error) {
+		err = d.guard.Do(demoResource, l, func() error {
+			d.counter = read + 1
+			d.seq++
+			seq = d.seq
+			return nil
+		})
+		return seq, err
 	})
-	ev := redlocktest.Event{Kind: redlocktest.Write, Client: name, Lock: demoResource, Token: l.Token(), Fence: fence,
-		Start: start, Accepted: err == nil, Seq: seq, Value: read + 1}
-	if err != nil {
-		ev.Detail = oneLine(err)
-	}
-	d.rec.Record(ev)
 	if err != nil {
 		d.rejected.Add(1)
 		highest := d.guard.Highest(demoResource)
@@ -297,7 +292,7 @@ func (d *demo) increment(ctx context.Context, name string, l *redlock.Lock) {
 // its lease and until another worker has read the counter with a higher
 // fence (bounded, in case nobody comes).
 func (d *demo) pause(ctx context.Context, name string, l *redlock.Lock) {
-	d.rec.Record(redlocktest.Event{Kind: redlocktest.Fault, Node: -1, Client: name, Detail: "client-pause"})
+	d.rec.Record(history.Event{Kind: history.Fault, Node: -1, Client: name, Fault: history.FaultProcessPause})
 	d.logFault(fmt.Sprintf("paused %s past its lease", name))
 	d.out.event(true, "FAULT  %s pauses (as in a GC pause) holding fence %d, past its lease ending in %v",
 		name, l.Fence(), time.Until(l.ValidUntil()).Round(time.Millisecond))
@@ -306,7 +301,7 @@ func (d *demo) pause(ctx context.Context, name string, l *redlock.Lock) {
 	for d.guard.Highest(demoResource) <= l.Fence() && time.Now().Before(deadline) && ctx.Err() == nil {
 		sleep(ctx, 10*time.Millisecond)
 	}
-	d.rec.Record(redlocktest.Event{Kind: redlocktest.Heal, Node: -1, Client: name, Detail: "client-pause"})
+	d.rec.Record(history.Event{Kind: history.Heal, Node: -1, Client: name, Fault: history.FaultProcessPause})
 	d.out.event(true, "HEAL   %s resumes %v after its lease ended and writes with fence %d",
 		name, time.Since(l.ValidUntil()).Round(time.Millisecond), l.Fence())
 }
@@ -347,7 +342,6 @@ func (d *demo) faults(ctx context.Context) {
 
 func (d *demo) kill(nodes ...int) {
 	for _, i := range nodes {
-		d.rec.Record(redlocktest.Event{Kind: redlocktest.Fault, Node: i, Detail: "kill"})
 		if err := d.nodes.Kill(i); err != nil {
 			d.out.event(true, "FAULT  kill node %d failed: %s", i, oneLine(err))
 			continue
@@ -364,7 +358,6 @@ func (d *demo) restart(nodes ...int) {
 			d.out.event(true, "HEAL   restart node %d failed: %s", i, oneLine(err))
 			continue
 		}
-		d.rec.Record(redlocktest.Event{Kind: redlocktest.Heal, Node: i, Detail: "kill"})
 		d.nodesUp.Add(1)
 	}
 	d.out.event(true, "HEAL   restarted node(s) %v with their data (AOF): %d of %d up", nodes, d.nodesUp.Load(), d.nodes.Len())
@@ -396,17 +389,20 @@ func (d *demo) progress(ctx context.Context) {
 // returns the exit code.
 func (d *demo) summary(ctx context.Context, stdout, stderr io.Writer) int {
 	var final int64
-	_ = d.guard.Do(demoResource, d.guard.Highest(demoResource), func() error { final = d.counter; return nil })
+	// The summary reads as the last holder, above every fence: a reader at
+	// the highest fence would be refused as another holder of it.
+	last := redlock.HolderOf(d.guard.Highest(demoResource)+1, "demo-summary")
+	_ = d.guard.Do(demoResource, last, func() error { final = d.counter; return nil })
 	events := d.rec.Events()
-	rep := redlocktest.Check(events, &redlocktest.CheckOptions{
+	rep := history.Check(events, &history.CheckOptions{
 		Counters:  map[string]int64{demoResource: final},
 		Tolerance: 250 * time.Millisecond, // timers run late on a loaded machine
 	})
 
 	var fences []uint64
 	acqs := slices.Clone(events)
-	acqs = slices.DeleteFunc(acqs, func(e redlocktest.Event) bool { return e.Kind != redlocktest.Acquire })
-	slices.SortStableFunc(acqs, func(a, b redlocktest.Event) int { return int(a.At - b.At) })
+	acqs = slices.DeleteFunc(acqs, func(e history.Event) bool { return e.Kind != history.Acquire })
+	slices.SortStableFunc(acqs, func(a, b history.Event) int { return int(a.At - b.At) })
 	increasing := true
 	for i, e := range acqs {
 		fences = append(fences, e.Fence)
@@ -458,7 +454,7 @@ func (d *demo) summary(ctx context.Context, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "    %s\n", v)
 		}
 	}
-	path, err := redlocktest.TimelineFile(d.o.timeline, "redlock demo: "+d.name, events, rep)
+	path, err := history.TimelineFile(d.o.timeline, "redlock demo: "+d.name, events, rep)
 	if err != nil {
 		fmt.Fprintf(stderr, "redlock: demo: %s: choose another --timeline\n", trimPrefix(err))
 	} else {

@@ -28,20 +28,6 @@ func TestWaitFlag(t *testing.T) {
 	}
 }
 
-func TestMaskURL(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"redis://127.0.0.1:6379", "redis://127.0.0.1:6379"},
-		{"redis://alice:secret@host:6379/2", "redis://alice:xxx@host:6379/2"},
-		{"rediss://:secret@host:6380", "rediss://:xxx@host:6380"},
-		{"redis://alice@host:6379", "redis://alice@host:6379"},
-	}
-	for _, tt := range tests {
-		if got := maskURL(tt.in); got != tt.want {
-			t.Errorf("maskURL(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestNodeTimeoutDefault(t *testing.T) {
 	tests := []struct {
 		flag, ttl, want time.Duration

@@ -6,15 +6,17 @@
 //	redlock demo [flags]
 //	redlock help [COMMAND]
 //
-// Nodes are given with --nodes or $REDLOCK_NODES as comma-separated URLs,
-// redis://[user:password@]host:port[/db] or rediss:// for TLS; each is an
-// independent Redis master.
+// Nodes are given with --nodes or $REDLOCK_NODES as URLs separated by
+// commas or spaces: redis://[user:password@]host:port[/db], rediss:// for
+// TLS, redis+sentinel:// and redis+cluster:// for a Sentinel-managed master
+// or a Redis Cluster; each is one independent node. Every flag falls back to
+// $REDLOCK_<FLAG>.
 //
 // Exit codes (run): the command's own exit code (128+N if it was killed by
-// signal N); 64 bad usage; 69 too few nodes reachable for a quorum; 75 lock
-// not acquired within --wait; 76 lock lost while the command ran (the command
-// was sent SIGTERM, then SIGKILL after --grace); 126/127 the command could
-// not be started.
+// signal N); 64 bad usage; 69 too few nodes reachable for a quorum; 75 (or
+// --conflict-exit-code) lock not acquired within --wait; 76 lock lost while
+// the command ran (its process group was sent SIGTERM, then SIGKILL after
+// --grace); 126/127 the command could not be started.
 package main
 
 import (
@@ -23,5 +25,6 @@ import (
 )
 
 func main() {
+	becomeSubreaper()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

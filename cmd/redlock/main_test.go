@@ -182,10 +182,20 @@ func lockKeyCount(t testing.TB, name string) int {
 // startCLIEnv is startCLI with extra environment variables.
 func startCLIEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	return startCLIWith(t, nil, env, args...)
+}
+
+// startCLIWith is startCLIEnv with setup called on the command before it
+// starts (to give it a terminal, say).
+func startCLIWith(t testing.TB, setup func(*exec.Cmd), env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), nodesEnv+"="), env...)
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
+	if setup != nil {
+		setup(p.cmd)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", binary, err)
 	}

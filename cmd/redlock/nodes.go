@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-// nodesEnv is the environment variable read when --nodes is not given.
+// nodesEnv is the environment variable --nodes falls back to.
 const nodesEnv = "REDLOCK_NODES"
 
 // nodeFlags are the flags shared by every command that talks to nodes.
@@ -29,30 +29,178 @@ type nodeFlags struct {
 // register adds --nodes, --prefix and, for commands that take locks,
 // --node-timeout.
 func (n *nodeFlags) register(fs *flag.FlagSet, locks bool) {
-	fs.StringVar(&n.nodes, "nodes", "", "comma-separated node `URLs` redis://[user:pass@]host:port[/db] or rediss:// (default $"+nodesEnv+")")
+	fs.StringVar(&n.nodes, "nodes", "", "node `URLs`, separated by commas or spaces (see 'Nodes' above); keep passwords in $"+nodesEnv+", not here")
 	fs.StringVar(&n.prefix, "prefix", "", "key prefix, as in redlock.Options.KeyPrefix (default \"redlock:\")")
 	if locks {
 		fs.DurationVar(&n.nodeTimeout, "node-timeout", 0, "per-node round-trip timeout (default ttl/50, within 100ms..500ms)")
 	}
 }
 
-// nodeURLs returns the node URLs from --nodes, else $REDLOCK_NODES.
+// urls returns the node URLs of --nodes (or $REDLOCK_NODES, which the
+// flag falls back to).
 func (n *nodeFlags) urls(cmd string) ([]string, error) {
-	src := n.nodes
-	if strings.TrimSpace(src) == "" {
-		src = os.Getenv(nodesEnv)
+	urls, err := splitNodes(n.nodes)
+	if err != nil {
+		return nil, usagef(cmd, "redlock: --nodes/$%s: %v", nodesEnv, err)
 	}
-	urls := strings.FieldsFunc(src, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
 	if len(urls) == 0 {
 		return nil, usagef(cmd, "redlock: no nodes: give --nodes redis://host:port,... or set %s", nodesEnv)
 	}
 	return urls, nil
 }
 
-// node is one Redis master named on the command line.
+// splitNodes splits a node list at whitespace and commas. A comma inside a
+// URL (in a password or an option) must be percent-encoded: a piece after a
+// comma that is neither the next URL nor a bare host[:port] (it has an @,
+// say), or any piece after a URL with options, means a raw comma split a
+// URL, and is an error that shows no part of the list.
+func splitNodes(list string) ([]string, error) {
+	var out []string
+	for _, field := range strings.Fields(list) {
+		prev := ""
+		for j, part := range strings.Split(field, ",") {
+			if part == "" {
+				prev = ""
+				continue
+			}
+			if j > 0 && prev != "" && !startsWithScheme(part) && (!bareHost(part) || strings.Contains(prev, "?")) {
+				return nil, fmt.Errorf("node %d has a raw comma in its user, password or options: percent-encode it as %%2C", len(out)-1)
+			}
+			out = append(out, part)
+			prev = part
+		}
+	}
+	return out, nil
+}
+
+// bareHost reports whether s could be a host[:port] given without scheme.
+func bareHost(s string) bool {
+	return !strings.ContainsAny(s, "@/?#=&%")
+}
+
+// startsWithScheme reports whether s starts with "scheme://".
+func startsWithScheme(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, r := range scheme {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// node is one Redis node named on the command line: a standalone master, a
+// Sentinel-managed master or a Redis Cluster.
 type node struct {
-	addr   string
-	client *redis.Client
+	addr   string // for messages: host:port and kind, never a password
+	client redis.UniversalClient
+}
+
+// Defaults the CLI sets where a node URL does not give the option: one
+// retry and a one second dial, so an unreachable node costs a command line
+// tool little.
+const (
+	defaultMaxRetries  = 1
+	defaultDialTimeout = time.Second
+)
+
+// urlHint is how node URLs are written, for error messages.
+const urlHint = "use redis://[user:password@]host:port[/db], rediss:// for TLS, redis+sentinel://host:port?master_name=NAME or redis+cluster://host:port, with , / # ? @ % in a password percent-encoded (%2C %2F %23 %3F %40 %25)"
+
+// parseNode parses one node URL (a bare host:port means redis://) and
+// creates its client; nothing is dialled yet. Options given in the URL's
+// query are kept; the CLI's defaults fill only those it does not give. Its
+// errors never contain the URL's password.
+func parseNode(raw string) (node, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "redis://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's error quotes the URL, password and all.
+		return node{}, fmt.Errorf("not a valid URL")
+	}
+	if strings.Contains(raw, "@") && (u.User == nil || strings.Contains(u.Path+u.RawQuery, "@")) || u.Fragment != "" || u.RawFragment != "" {
+		return node{}, fmt.Errorf("the user and password do not parse as such (a raw , / # ? or @ in them?)")
+	}
+	q := u.Query()
+	base, kind, _ := strings.Cut(u.Scheme, "+")
+	if base != "redis" && base != "rediss" {
+		return node{}, fmt.Errorf("unknown scheme %q", u.Scheme)
+	}
+	u.Scheme = base
+	std := u.String()
+	switch kind {
+	case "":
+		opt, err := redis.ParseURL(std)
+		if err != nil {
+			return node{}, err
+		}
+		opt.ContextTimeoutEnabled = true
+		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
+		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		return node{addr: opt.Addr, client: redis.NewClient(opt)}, nil
+	case "sentinel":
+		opt, err := redis.ParseFailoverURL(std)
+		if err != nil {
+			return node{}, err
+		}
+		if opt.MasterName == "" {
+			return node{}, fmt.Errorf("a Sentinel node needs ?master_name=NAME")
+		}
+		if !q.Has("context_timeout_enabled") {
+			opt.ContextTimeoutEnabled = true
+		}
+		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
+		addr := fmt.Sprintf("sentinel %s master %s", strings.Join(opt.SentinelAddrs, ","), opt.MasterName)
+		return node{addr: addr, client: redis.NewFailoverClient(opt)}, nil
+	case "cluster":
+		opt, err := redis.ParseClusterURL(std)
+		if err != nil {
+			return node{}, err
+		}
+		opt.ContextTimeoutEnabled = true
+		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
+		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		return node{addr: "cluster " + strings.Join(opt.Addrs, ","), client: redis.NewClusterClient(opt)}, nil
+	default:
+		return node{}, fmt.Errorf("unknown scheme %q", u.Scheme)
+	}
+}
+
+// fillDefaults sets the CLI's defaults for the options the URL's query q
+// does not give (a standalone URL cannot give dialer_retries).
+func fillDefaults(q url.Values, dialerRetries, maxRetries *int, dialTimeout *time.Duration) {
+	if !q.Has("dialer_retries") {
+		*dialerRetries = 1
+	}
+	if !q.Has("max_retries") {
+		*maxRetries = defaultMaxRetries
+	}
+	if !q.Has("dial_timeout") {
+		*dialTimeout = defaultDialTimeout
+	}
+}
+
+// safeURL is raw for messages: the scheme and what follows the last "@"
+// up to any query, so neither a password nor a password= option shows.
+func safeURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "redis", raw
+	}
+	userinfo := ""
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest, userinfo = rest[at+1:], "…@"
+	}
+	if q := strings.IndexAny(rest, "?#"); q >= 0 {
+		rest = rest[:q] + "?…"
+	}
+	return scheme + "://" + userinfo + rest
 }
 
 // dialNodes parses urls and creates one client per node. Nothing is
@@ -60,22 +208,24 @@ type node struct {
 func dialNodes(cmd string, urls []string) ([]node, error) {
 	nodes := make([]node, 0, len(urls))
 	for i, u := range urls {
-		if !strings.Contains(u, "://") {
-			u = "redis://" + u
-		}
-		opt, err := redis.ParseURL(u)
+		n, err := parseNode(u)
 		if err != nil {
 			closeNodes(nodes)
-			return nil, usagef(cmd, "redlock: node %d %q: %v: use redis://[user:password@]host:port[/db] or rediss://", i, maskURL(u), unwrapAll(err))
+			return nil, usagef(cmd, "redlock: node %d %s: %s: %s", i, safeURL(u), redact(unwrapAll(err).Error(), u), urlHint)
 		}
-		opt.ContextTimeoutEnabled = true
-		opt.DialerRetries = 1
-		opt.MaxRetries = 1
-		opt.DialTimeout = time.Second
-		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		nodes = append(nodes, node{addr: opt.Addr, client: redis.NewClient(opt)})
+		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// redact removes raw's password from msg, should a parser have quoted it.
+func redact(msg, raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
 }
 
 func closeNodes(nodes []node) {
@@ -90,23 +240,6 @@ func clientsOf(nodes []node) []redis.UniversalClient {
 		cs[i] = n.client
 	}
 	return cs
-}
-
-// maskURL hides the password in a node URL.
-func maskURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return u
-	}
-	userinfo := rest[:at]
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxx@" + rest[at+1:]
-	}
-	return u
 }
 
 func unwrapAll(err error) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -21,35 +20,65 @@ import (
 const runUsage = `usage: redlock run [flags] NAME -- COMMAND [ARGS...]
 
 Acquire lock NAME on a quorum of the nodes, run COMMAND while a watchdog
-extends the lock every TTL/3, and release the lock when COMMAND exits.
-Like flock(1), redlock waits for the lock by default; --wait 0 tries once.
+extends the lock every TTL/3, and release the lock when COMMAND and every
+process left in its process group have exited (as flock holds the lock
+while any process it started has the file open; a process that leaves the
+group, with setsid say, is not waited for). Like flock(1), redlock waits
+for the lock by default; --wait 0 tries once.
 
 COMMAND runs in its own process group, with these variables added to its
-environment:
+environment (and $REDLOCK_NODES removed from it):
   REDLOCK_NAME   the lock name
   REDLOCK_TOKEN  the random token that owns the lock on the nodes
   REDLOCK_FENCE  the fencing token (0 with --no-fence): send it with every
                  write and have the store reject a lower one than it has seen
 
-SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to redlock are
-forwarded to COMMAND's process group; the lock is released when COMMAND
-exits. If the lock is lost while COMMAND runs (an extend fails its quorum),
-COMMAND's group gets SIGTERM, then SIGKILL after --grace. If redlock itself
-is SIGKILLed, COMMAND keeps running and the lock expires within --ttl.
+Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGTSTP sent
+to redlock are forwarded to COMMAND's process group. If the lock is lost
+while the group runs (an extend fails its quorum), the whole group gets
+SIGTERM (and SIGCONT, should it be stopped), then SIGKILL after --grace,
+whether COMMAND itself is still there or not.
+
+Terminal: when stdin is a terminal and redlock runs in its foreground, the
+command's group becomes the terminal's foreground group, so it reads the
+terminal and gets Ctrl-C and Ctrl-Z itself; redlock takes the terminal back
+when COMMAND exits. Ctrl-Z stops COMMAND and then redlock, so the shell
+sees the job stopped; fg or bg continues both. A stopped redlock cannot
+extend the lock: the lock is kept for what is left of its lease (at least
+2/3 of --ttl); stopped longer, it expires, and when continued COMMAND is
+stopped as on any loss (exit 76). Use a --ttl as long as you may keep a job
+suspended, and continue it with fg/bg, not by signalling COMMAND alone.
+Without a terminal a stopped COMMAND (SIGTSTP, SIGSTOP) keeps the lock: the
+watchdog runs on.
+
+If redlock dies (SIGKILL, OOM): on Linux COMMAND gets SIGKILL from the
+kernel (the parent-death signal); processes COMMAND started do not, and run
+on without the lock, which expires within --ttl. On other systems COMMAND
+itself runs on too.
 
 Exit codes:
   N    COMMAND's own exit code (128+S if it was killed by signal S)
-  64   bad usage: flags, arguments or node URLs (EX_USAGE)
+  64   bad usage: flags, environment, arguments or node URLs (EX_USAGE)
   69   fewer nodes reachable than a quorum (EX_UNAVAILABLE)
-  75   lock held elsewhere: not acquired within --wait (EX_TEMPFAIL)
+  75   lock held elsewhere: not acquired within --wait (EX_TEMPFAIL;
+       --conflict-exit-code changes it)
   76   lock lost while COMMAND ran; COMMAND was stopped
   126  COMMAND could not be executed; 127 COMMAND not found
   128+S  redlock got signal S while waiting for the lock
 
+` + nodesHelp + `
+Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
+--wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --no-fence $REDLOCK_NO_FENCE,
+--node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX,
+--conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE, -v $REDLOCK_VERBOSE,
+--nodes $REDLOCK_NODES. The command line wins.
+
 Flags:
 `
 
-// forwarded are the signals redlock passes on to the command.
+// forwarded are the signals redlock passes on to the command while it runs
+// (and that end the wait for the lock before); SIGTSTP and SIGCONT are
+// handled once the command runs (see superviseChild).
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // waitFlag is --wait: a duration, or "forever" (the default).
@@ -85,11 +114,26 @@ func (w *waitFlag) Set(s string) error {
 
 type runOptions struct {
 	nodeFlags
-	ttl     time.Duration
-	wait    waitFlag
-	noFence bool
-	grace   time.Duration
-	verbose bool
+	ttl          time.Duration
+	wait         waitFlag
+	noFence      bool
+	grace        time.Duration
+	verbose      bool
+	conflictExit int
+}
+
+// defaultGrace is --grace when neither it nor $REDLOCK_GRACE is given and
+// the TTL leaves that long (see maxGrace).
+const defaultGrace = 10 * time.Second
+
+// maxGrace is the longest --grace allowed: what a lease has left when the
+// watchdog's first extend, a third of the TTL in, fails: ttl - ttl/3 - the
+// drift allowance (the library's default, 1% + 2ms) - one node timeout.
+// The command gets SIGTERM when the lock is lost, and SIGKILL no later
+// than one such span after it.
+func (o *runOptions) maxGrace() time.Duration {
+	drift := time.Duration(float64(o.ttl)*redlock.DefaultDriftFactor) + 2*time.Millisecond
+	return o.ttl - o.ttl/3 - drift - o.timeoutFor(o.ttl)
 }
 
 func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
@@ -100,8 +144,9 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock lease; the watchdog extends it every ttl/3")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration`, 0 to try once, or forever")
 	fs.BoolVar(&o.noFence, "no-fence", false, "do not keep a fencing counter (REDLOCK_FENCE=0)")
-	fs.DurationVar(&o.grace, "grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
+	fs.DurationVar(&o.grace, "grace", defaultGrace, "after a lost lock, time between SIGTERM and SIGKILL; at most ttl - ttl/3 - drift - node timeout (the default is cut to that)")
 	fs.BoolVar(&o.verbose, "v", false, "report acquisition and release on stderr")
+	fs.IntVar(&o.conflictExit, "conflict-exit-code", exitTempFail, "exit `code` when the lock is held elsewhere and not acquired within --wait (like flock -E)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runUsage)
 		fs.PrintDefaults()
@@ -127,6 +172,10 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 	if err != nil {
 		return nil, "", nil, usagef("run", "redlock: run: %v", err)
 	}
+	set, err := applyEnv("run", fs)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	switch {
 	case len(pos) == 0:
 		return nil, "", nil, usagef("run", "redlock: run: missing lock NAME: redlock run [flags] NAME -- COMMAND [ARGS...]")
@@ -144,6 +193,16 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: --grace %v: want 0 or a positive duration", o.grace)
 	case o.nodeTimeout < 0:
 		return nil, "", nil, usagef("run", "redlock: run: --node-timeout %v: want a positive duration", o.nodeTimeout)
+	case o.conflictExit < 0 || o.conflictExit > 255:
+		return nil, "", nil, usagef("run", "redlock: run: --conflict-exit-code %d: want 0 to 255", o.conflictExit)
+	}
+	maxGrace := o.maxGrace()
+	switch {
+	case !set["grace"]:
+		o.grace = max(min(defaultGrace, maxGrace), 0)
+	case o.grace > maxGrace:
+		return nil, "", nil, usagef("run", "redlock: run: --grace %v is longer than the %v a --ttl %v lease has left after a failed extend (ttl - ttl/3 - drift - node timeout): the command would run on after the lock expired; give a shorter --grace or a longer --ttl",
+			o.grace, max(maxGrace, 0), o.ttl)
 	}
 	return o, pos[0], command, nil
 }
@@ -250,81 +309,7 @@ func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, 
 		return nil, code
 	}
 	fmt.Fprintf(stderr, "redlock: lock %q not acquired within --wait %v: held by another owner (%s); nothing was run\n", name, o.wait.String(), trimPrefix(res.err))
-	return nil, exitTempFail
-}
-
-// superviseChild runs the command and waits for it, forwarding signals and
-// stopping it if the lock is lost. It returns the command's exit code and
-// whether the lock was lost while it ran.
-func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name string, command []string, sigc <-chan os.Signal, stdout, stderr io.Writer) (code int, lost bool) {
-	path, err := exec.LookPath(command[0])
-	if err != nil {
-		code := exitCannotExec
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = exitNotFound
-		}
-		fmt.Fprintf(stderr, "redlock: cannot run %q: %v: check the command after --\n", command[0], unwrapAll(err))
-		return code, false
-	}
-	cmd := exec.Command(path, command[1:]...)
-	cmd.Args[0] = command[0]
-	cmd.Env = append(os.Environ(),
-		"REDLOCK_NAME="+name,
-		"REDLOCK_TOKEN="+lock.Token(),
-		"REDLOCK_FENCE="+strconv.FormatUint(lock.Fence(), 10),
-	)
-	cmd.Stdin = os.Stdin
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "redlock: cannot run %q: %v\n", command[0], unwrapAll(err))
-		return exitCannotExec, false
-	}
-	pgid := cmd.Process.Pid
-	signalGroup := func(sig syscall.Signal) {
-		// The group may be gone already; then there is nothing to signal.
-		_ = syscall.Kill(-pgid, sig)
-	}
-
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
-
-	lockDone := lock.Done()
-	ctxDone := ctx.Done()
-	var killc <-chan time.Time
-	for {
-		select {
-		case <-waitc:
-			return exitCodeOf(cmd.ProcessState), lost
-		case sig := <-sigc:
-			signalGroup(sig.(syscall.Signal))
-		case <-ctxDone:
-			ctxDone = nil
-			signalGroup(syscall.SIGTERM)
-		case <-lockDone:
-			lockDone = nil
-			lost = true
-			fmt.Fprintf(stderr, "redlock: lock %q lost while the command ran (an extend failed its quorum or came too late): sending SIGTERM, SIGKILL in %v\n", name, o.grace)
-			signalGroup(syscall.SIGTERM)
-			t := time.NewTimer(o.grace)
-			defer t.Stop()
-			killc = t.C
-		case <-killc:
-			killc = nil
-			fmt.Fprintf(stderr, "redlock: command still running %v after SIGTERM: sending SIGKILL\n", o.grace)
-			signalGroup(syscall.SIGKILL)
-		}
-	}
-}
-
-// exitCodeOf is the shell's view of how a process ended.
-func exitCodeOf(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	return nil, o.conflictExit
 }
 
 func describeExit(code int) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,11 @@ of the nodes currently holds it, for whom.
 
 Exit codes: 0 a quorum of the nodes answered (whether the lock is held or
 not); 64 bad usage; 69 fewer nodes answered than a quorum.
+
+` + nodesHelp + `
+Every flag falls back to an environment variable: --timeout
+$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES. The
+command line wins.
 
 Flags:
 `
@@ -55,7 +61,13 @@ type nodeState struct {
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := statusFlags(io.Discard)
 	pos, err := parseInterspersed(fs, args)
+	if err == nil {
+		_, err = applyEnv("status", fs)
+	}
+	var ue *usageError
 	switch {
+	case errors.As(err, &ue):
+		return reportUsage(stderr, err)
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(stdout)
 		fs.Usage()
@@ -127,7 +139,9 @@ func readStates(ctx context.Context, nodes []node, lockKey, fenceKey string, tim
 				states[i].err = err
 				return
 			}
-			states[i].token = get.Val()
+			// The key holds "<token>.<attempt>": the owner is the token,
+			// whichever attempt of its Acquire call reached this node.
+			states[i].token, _, _ = strings.Cut(get.Val(), ".")
 			states[i].ttl = pttl.Val()
 			states[i].fence = fence.Val()
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,5 +86,22 @@ func TestRunStatusWhileHeld(t *testing.T) {
 	_, stdout, _ = execCLI(t, "status", "--nodes", nodesFlag(), name)
 	if !strings.Contains(stdout, "held by quorum: no (free") {
 		t.Errorf("status after the command exited:\n%s\nwant free", stdout)
+	}
+}
+
+// A lock's key holds "<token>.<attempt>"; the attempts of one Acquire call
+// that reached different nodes are one owner, and count as one quorum.
+func TestStatusGroupsAttemptsOfOneCall(t *testing.T) {
+	name := lockName(t)
+	key := lockKey(t, name)
+	for i, v := range []string{"tokenABCDEFGH.1", "tokenABCDEFGH.2", "tokenABCDEFGH.2"} {
+		if err := cluster.Client(i).Set(context.Background(), key, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { deleteLockKeys(t, name, 3) })
+	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(), name)
+	if !strings.Contains(stdout, "held by quorum: yes (token tokenABC…, 3/3 nodes") {
+		t.Errorf("status:\n%s\nwant one owner on 3/3 nodes whatever the attempt", stdout)
 	}
 }
