@@ -1,0 +1,306 @@
+package redlockotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the meter and the tracer.
+const ScopeName = "github.com/redlock-go/redlock/redlockotel"
+
+// Attribute keys.
+const (
+	keyName     = attribute.Key("redlock.lock.name")
+	keyOutcome  = attribute.Key("redlock.outcome")
+	keyAuto     = attribute.Key("redlock.auto")
+	keyAttempts = attribute.Key("redlock.attempts")
+	keyFence    = attribute.Key("redlock.fence")
+	keyOwnerID  = attribute.Key("redlock.owner_id")
+)
+
+// Outcomes, the values of redlock.outcome.
+const (
+	outcomeAcquired    = "acquired"
+	outcomeHeld        = "held"
+	outcomeNotAcquired = "not_acquired"
+	outcomeCanceled    = "canceled"
+	outcomeError       = "error"
+	outcomeExtended    = "extended"
+	outcomeFailed      = "failed"
+	outcomeLost        = "lost"
+	outcomeReleased    = "released"
+)
+
+// Bucket boundaries in seconds: acquire waits from a millisecond round trip
+// to a minute's queue, holds from milliseconds to an hour.
+var (
+	acquireBuckets  = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	holdBuckets     = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600}
+	attemptsBuckets = []float64{1, 2, 3, 5, 10, 20, 50, 100}
+)
+
+// Observer turns a client's [redlock.Event] values into metrics and spans.
+// Make it with [New] and pass its Observe method as
+// [redlock.Options].Observe. It is safe for concurrent use, and one Observer
+// may serve several clients.
+type Observer struct {
+	cfg    config
+	tracer trace.Tracer
+
+	acquireDuration metric.Float64Histogram
+	acquireAttempts metric.Int64Histogram
+	holdDuration    metric.Float64Histogram
+	extends         metric.Int64Counter
+	losses          metric.Int64Counter
+	releases        metric.Int64Counter
+	untracked       metric.Int64Counter
+
+	mu   sync.Mutex      // protects held
+	held map[string]hold // the acquired locks being timed, by token (kept in memory only, until release or loss)
+}
+
+// hold is an acquired lock being timed, until its release or loss.
+type hold struct {
+	start time.Time  // Acquire's return
+	span  trace.Span // redlock.hold
+}
+
+// New returns an Observer that records to the providers the options name
+// (default: the global ones). Its error is the meter's, if it refused an
+// instrument.
+func New(opts ...Option) (*Observer, error) {
+	o := &Observer{cfg: newConfig(opts), held: make(map[string]hold)}
+	o.tracer = o.cfg.tracers.Tracer(ScopeName)
+	m := o.cfg.meters.Meter(ScopeName)
+	var errs [7]error
+	o.acquireDuration, errs[0] = m.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of Acquire calls, from call to return."),
+		metric.WithExplicitBucketBoundaries(acquireBuckets...))
+	o.acquireAttempts, errs[1] = m.Int64Histogram("redlock.acquire.attempts", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts made by an Acquire call."),
+		metric.WithExplicitBucketBoundaries(attemptsBuckets...))
+	o.holdDuration, errs[2] = m.Float64Histogram("redlock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long a lock was held: from Acquire's return to its release or loss."),
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
+	o.extends, errs[3] = m.Int64Counter("redlock.extends", metric.WithUnit("{extend}"),
+		metric.WithDescription("Extend rounds, by Extend or by the watchdog (redlock.auto)."))
+	o.losses, errs[4] = m.Int64Counter("redlock.losses", metric.WithUnit("{loss}"),
+		metric.WithDescription("Locks lost at their deadline or by a failed extend."))
+	o.releases, errs[5] = m.Int64Counter("redlock.releases", metric.WithUnit("{release}"),
+		metric.WithDescription("Release calls."))
+	o.untracked, errs[6] = m.Int64Counter("redlock.holds.untracked", metric.WithUnit("{hold}"),
+		metric.WithDescription("Acquired locks not timed because the observer's bound on timed locks was reached."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("redlock: redlockotel: creating instruments (check the meter provider): %w", err)
+	}
+	return o, nil
+}
+
+// Observe records e. Pass it as [redlock.Options].Observe; see [Chain] to
+// combine it with another observer. It does not block on I/O (the
+// providers' exporters run on their own) and never keeps e.Token past the
+// lock's release or loss.
+func (o *Observer) Observe(e redlock.Event) {
+	switch e.Kind {
+	case redlock.EventAcquire:
+		o.acquired(e)
+	case redlock.EventExtend:
+		o.extended(e)
+	case redlock.EventRelease:
+		o.released(e)
+	case redlock.EventLost:
+		o.lost(e)
+	}
+}
+
+// Chain returns an observe func that calls each non-nil fn in order, for
+// [redlock.Options].Observe; nil if there is none.
+func Chain(fns ...func(redlock.Event)) func(redlock.Event) {
+	var live []func(redlock.Event)
+	for _, fn := range fns {
+		if fn != nil {
+			live = append(live, fn)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	return func(e redlock.Event) {
+		for _, fn := range live {
+			fn(e)
+		}
+	}
+}
+
+// metricAttrs is outcome, plus the lock name if asked for.
+func (o *Observer) metricAttrs(e redlock.Event, outcome string, more ...attribute.KeyValue) metric.MeasurementOption {
+	kv := append([]attribute.KeyValue{keyOutcome.String(outcome)}, more...)
+	if o.cfg.lockName {
+		kv = append(kv, keyName.String(e.Name))
+	}
+	return metric.WithAttributes(kv...)
+}
+
+// spanAttrs are the attributes every span of e's lock carries.
+func (o *Observer) spanAttrs(e redlock.Event) []attribute.KeyValue {
+	kv := []attribute.KeyValue{keyName.String(e.Name)}
+	if e.Fence != 0 {
+		kv = append(kv, keyFence.Int64(int64(e.Fence)))
+	}
+	if o.cfg.ownerID && e.Token != "" {
+		kv = append(kv, keyOwnerID.String(redlock.OwnerID(e.Token)))
+	}
+	return kv
+}
+
+// span records one operation of e from e.Start to e.End, under parent if
+// not nil.
+func (o *Observer) span(parent trace.Span, name string, e redlock.Event, more ...attribute.KeyValue) trace.Span {
+	ctx := context.Background()
+	if parent != nil {
+		ctx = trace.ContextWithSpan(ctx, parent)
+	}
+	_, s := o.tracer.Start(ctx, name, trace.WithTimestamp(e.Start),
+		trace.WithAttributes(append(o.spanAttrs(e), more...)...))
+	setErr(s, e.Err)
+	s.End(trace.WithTimestamp(e.End))
+	return s
+}
+
+func setErr(s trace.Span, err error) {
+	if err != nil {
+		s.RecordError(err)
+		s.SetStatus(codes.Error, err.Error())
+	}
+}
+
+func (o *Observer) acquired(e redlock.Event) {
+	outcome := acquireOutcome(e.Err)
+	ctx := context.Background()
+	attrs := o.metricAttrs(e, outcome)
+	o.acquireDuration.Record(ctx, e.End.Sub(e.Start).Seconds(), attrs)
+	o.acquireAttempts.Record(ctx, int64(e.Attempts), attrs)
+	s := o.span(nil, "redlock.acquire", e, keyAttempts.Int(e.Attempts), keyOutcome.String(outcome))
+	if e.Err != nil || e.Token == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.held) >= o.cfg.maxHeld {
+		o.untracked.Add(ctx, 1, attrs)
+		return
+	}
+	_, hs := o.tracer.Start(trace.ContextWithSpan(ctx, s), "redlock.hold", trace.WithTimestamp(e.End),
+		trace.WithAttributes(o.spanAttrs(e)...))
+	o.held[e.Token] = hold{start: e.End, span: hs}
+}
+
+// acquireOutcome classifies an Acquire's error. The caller's context comes
+// first: a wait cut short on a busy lock is canceled, not held.
+func acquireOutcome(err error) string {
+	switch {
+	case err == nil:
+		return outcomeAcquired
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeCanceled
+	case errors.Is(err, redlock.ErrHeld):
+		return outcomeHeld
+	case errors.Is(err, redlock.ErrNotAcquired):
+		return outcomeNotAcquired
+	}
+	return outcomeError
+}
+
+func (o *Observer) extended(e redlock.Event) {
+	outcome := extendOutcome(e)
+	o.extends.Add(context.Background(), 1, o.metricAttrs(e, outcome, keyAuto.Bool(e.Auto)))
+	if e.Auto && e.Err == nil {
+		return // the watchdog's routine rounds: counted, not traced
+	}
+	o.mu.Lock()
+	h, ok := o.held[e.Token]
+	o.mu.Unlock()
+	if e.Auto && ok {
+		h.span.AddEvent("redlock.extend.failed", trace.WithTimestamp(e.End), trace.WithAttributes(
+			keyOutcome.String(outcome), attribute.String("exception.message", e.Err.Error())))
+		return
+	}
+	o.span(h.span, "redlock.extend", e, keyAuto.Bool(e.Auto), keyOutcome.String(outcome))
+}
+
+// extendOutcome classifies an extend round. A failed Extend call always
+// ends the lock (its loss follows); a failed watchdog round ends it only if
+// the lock had already ended (Until is zero), otherwise the watchdog retries
+// while the lease lasts.
+func extendOutcome(e redlock.Event) string {
+	switch {
+	case e.Err == nil:
+		return outcomeExtended
+	case !e.Auto || e.Until.IsZero():
+		return outcomeLost
+	}
+	return outcomeFailed
+}
+
+func (o *Observer) released(e redlock.Event) {
+	outcome := outcomeReleased
+	switch {
+	case errors.Is(e.Err, redlock.ErrLost):
+		outcome = outcomeLost
+	case e.Err != nil:
+		outcome = outcomeError
+	}
+	o.releases.Add(context.Background(), 1, o.metricAttrs(e, outcome))
+	h, ok := o.take(e.Token)
+	o.span(h.span, "redlock.release", e, keyOutcome.String(outcome))
+	if ok {
+		o.endHold(e, h, outcomeReleased)
+	}
+}
+
+func (o *Observer) lost(e redlock.Event) {
+	o.losses.Add(context.Background(), 1, o.metricAttrs(e, outcomeLost))
+	h, ok := o.take(e.Token)
+	if !ok {
+		return
+	}
+	var msg string
+	if e.Err != nil {
+		msg = e.Err.Error()
+	} else {
+		msg = redlock.ErrLost.Error()
+	}
+	h.span.AddEvent("redlock.lost", trace.WithTimestamp(e.End),
+		trace.WithAttributes(attribute.String("exception.message", msg)))
+	h.span.SetStatus(codes.Error, msg)
+	o.endHold(e, h, outcomeLost)
+}
+
+// take removes and returns the timed hold of token, if any.
+func (o *Observer) take(token string) (hold, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h, ok := o.held[token]
+	if ok {
+		delete(o.held, token)
+	}
+	return h, ok
+}
+
+func (o *Observer) endHold(e redlock.Event, h hold, outcome string) {
+	o.holdDuration.Record(context.Background(), e.End.Sub(h.start).Seconds(), o.metricAttrs(e, outcome))
+	h.span.SetAttributes(keyOutcome.String(outcome))
+	h.span.End(trace.WithTimestamp(e.End))
+}
