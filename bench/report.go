@@ -1,0 +1,258 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type machine struct {
+	cpu, goVersion, redis string
+	cores, procs          int
+	date                  time.Time
+	loadStart, loadEnd    string
+	elapsed               time.Duration
+}
+
+func describeMachine() machine {
+	m := machine{
+		cpu: "unknown", goVersion: runtime.Version(), redis: redisVersion(),
+		cores: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), date: time.Now().UTC(), loadStart: loadavg(),
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func format(k kind, v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	switch k {
+	case kDur:
+		switch {
+		case v < 1e-3:
+			return fmt.Sprintf("%.0f µs", v*1e6)
+		case v < 10e-3:
+			return fmt.Sprintf("%.2f ms", v*1e3)
+		case v < 1:
+			return fmt.Sprintf("%.1f ms", v*1e3)
+		default:
+			return fmt.Sprintf("%.2f s", v)
+		}
+	case kRate:
+		if v >= 1000 {
+			return fmt.Sprintf("%.2fk", v/1000)
+		}
+		return fmt.Sprintf("%.0f", v)
+	case kRatio:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		if v >= 10000 {
+			return fmt.Sprintf("%.1fk", v/1000)
+		}
+		if v != math.Trunc(v) && v < 100 {
+			return fmt.Sprintf("%.1f", v)
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+// med is the median over rounds of res[s][c][key].
+func (res results) med(s, c, key string) float64 {
+	var vs []float64
+	for _, m := range res[s][c] {
+		if v, ok := m[key]; ok {
+			vs = append(vs, v)
+		} else {
+			vs = append(vs, math.NaN())
+		}
+	}
+	return median(vs)
+}
+
+const (
+	ours         = "redlock (fenced)"
+	oursUnfenced = "redlock (unfenced)"
+	rsDefault    = "redsync"
+	rsFailFast   = "redsync (FailFast)"
+	floorName    = "floor"
+)
+
+func render(m machine, f *flags, scs []scenario, cs []contender, res results) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("# Benchmarks\n\n")
+	w("Written by `make bench` (the program in `bench/`, its own Go module so that users of the library never\n")
+	w("download the libraries it is compared with). Regenerate it rather than editing it.\n\n")
+	w("## Machine\n\n")
+	w("- CPU: %s, %d cores (GOMAXPROCS %d)\n", m.cpu, m.cores, m.procs)
+	w("- Go %s, redis-server %s\n", strings.TrimPrefix(m.goVersion, "go"), m.redis)
+	w("- Date: %s; the run took %s; load average %s at the start, %s at the end\n",
+		m.date.Format("2006-01-02 15:04 UTC"), m.elapsed.Round(time.Second), m.loadStart, m.loadEnd)
+	w("- The machine is shared with other jobs and noisy: absolute figures move from run to run; the ratios\n")
+	w("  between contenders measured in the same run, interleaved, are what to compare.\n\n")
+	w("## Method\n\n")
+	w("- Five local `redis-server` nodes started by the bench on free ports of 127.0.0.1, without persistence\n")
+	w("  (`--save \"\" --appendonly no`), so no write waits for an fsync: the figures measure the clients and the\n")
+	w("  protocol, not the disks.\n")
+	w("- Every contender dials the nodes directly, except the nodes a scenario faults, which it reaches through a\n")
+	w("  toxiproxy proxy (run in a child process, so its CPU and allocations are not counted in the bench's memory\n")
+	w("  statistics). S4 adds a %v latency toxic to node 4's replies; S5 adds timeout toxics (every byte\n", slowLatency)
+	w("  dropped, both directions) on nodes 3 and 4. A proxy is one more hop on the same cores, so healthy nodes\n")
+	w("  are never proxied: S1-S3 and S6 measure the clients and the protocol, and S4/S5 differ from S1 only by\n")
+	w("  their faults.\n")
+	w("- Contenders, each with its own go-redis clients (so its own connections):\n")
+	w("  - **floor**: one parallel round of a trivial `EVALSHA` (`%s`, one key, one argument) to all five nodes,\n", floorScript)
+	w("    decided at the third success, through %d persistent worker goroutines per node; \"unlock\" is a second\n", floorWorkers)
+	w("    such round. go-redis defaults. No lock at all: the physical floor of a one-round-trip Redlock.\n")
+	w("  - **redlock (fenced / unfenced)**: this library, `redlock.New(nodes, nil)` (NodeTimeout: the default,\n")
+	w("    %v), try-lock `AcquireOptions{Retry: NoRetry()}` in S1, S2, S4, S5, the default retry in S3 and S6.\n", nodeTimeout)
+	w("    go-redis defaults.\n")
+	w("  - **redsync** (github.com/go-redsync/redsync/v4, goredis v9 pool), defaults, and with `WithFailFast(true)`.\n")
+	w("    Expiry %v; `WithTimeoutFactor` so that its acquire round's timeout is %v.\n", ttl, nodeTimeout)
+	w("  - **redislock (1 node)** (github.com/bsm/redislock) on node 0 only. S3/S6 wait with its\n")
+	w("    `ExponentialBackoff(8ms, 256ms)` (the bounds of this library's default retry; its default is no retry).\n")
+	w("    Not run in S4/S5: its one node is not faulted there.\n")
+	w("- Per-node timeout: this library's own NodeTimeout, %v. redsync and redislock have no per-node timeout of\n", nodeTimeout)
+	w("  their own that interrupts a call (go-redis ignores context deadlines by default), so their go-redis clients\n")
+	w("  get `ReadTimeout` and `WriteTimeout` of %v; otherwise go-redis defaults. The floor and this library use\n", nodeTimeout)
+	w("  plain go-redis defaults (the floor never waits for a slow node; this library enforces its own timeout).\n")
+	w("- Every lock's TTL is %v. Before each measurement the contender does %d lock/unlock pairs, before the fault\n", ttl, warmup)
+	w("  is injected; after it the fault is healed and the contender's clients are closed.\n")
+	w("- One run, %d rounds; each round runs every (scenario, contender) pair once, the contender order rotated by\n", f.rounds)
+	w("  one each round. Every figure below is the median over the rounds. Durations of one measurement:\n")
+	w("  S1 %v, S2 %v, S3 %v, S4 %v, S5 %v, S6 %v.\n", f.s1, f.s2, f.s3, f.s4, f.s5, f.s6)
+	w("- S2 counts the whole process's allocations (`runtime.MemStats` deltas over the measurement) divided by\n")
+	w("  the pairs; the bench's own share is a few percent at most (the keys are made beforehand). Each goroutine\n")
+	w("  cycles through 64 keys of its own. S1, S4 and S5 take a fresh key per pair; where a contender waits for a\n")
+	w("  faulty node, S4/S5 hold few pairs (the pairs column) and their p99 is close to the maximum.\n")
+	w("- S3 and S6: hold time 0 (a `runtime.Gosched` inside the critical section), every critical section checks\n")
+	w("  an atomic in-section counter; any overlap stops the bench with a non-zero exit. Waits are from the\n")
+	w("  first attempt to the acquisition; \"wait max\" also counts waits still in progress when the measurement\n")
+	w("  ended (a starved worker). S6's workers each have their own Client and go-redis clients, as separate\n")
+	w("  processes would.\n")
+	w("- Errors: a try-lock on a free key should never fail. An \"unlock error\" is a release that returned an\n")
+	w("  error; in S5 this library reports the blackholed nodes' failures (its release still succeeded on a quorum).\n\n")
+	w("## Results (medians over %d rounds)\n\n", f.rounds)
+	for _, s := range scs {
+		w("### %s: %s\n\n", s.id, s.title)
+		w("| contender |")
+		for _, col := range s.columns {
+			w(" %s |", col.head)
+		}
+		w("\n|---|")
+		for range s.columns {
+			w("---|")
+		}
+		w("\n")
+		for _, c := range cs {
+			if !s.applies(c) {
+				continue
+			}
+			w("| %s |", c.name)
+			for _, col := range s.columns {
+				w(" %s |", format(col.kind, res.med(s.id, c.name, col.key)))
+			}
+			w("\n")
+		}
+		w("\n")
+	}
+	renderRatios(&b, res)
+	return b.String()
+}
+
+// ratio rows: this library against the floor and redsync.
+type ratioRow struct {
+	s, key, head string
+	k            kind
+}
+
+func renderRatios(b *strings.Builder, res results) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	rows := []ratioRow{
+		{"S1", "lock_p50", "S1 lock p50", kDur}, {"S1", "unlock_p50", "S1 unlock p50", kDur},
+		{"S1", "lock_p99", "S1 lock p99", kDur}, {"S1", "unlock_p99", "S1 unlock p99", kDur},
+		{"S2", "pairs_per_s", "S2 pairs/s", kRate}, {"S2", "allocs_per_op", "S2 allocs/pair", kCount},
+		{"S2", "bytes_per_op", "S2 B/pair", kCount},
+		{"S4", "lock_p99", "S4 lock p99", kDur}, {"S4", "unlock_p50", "S4 unlock p50", kDur}, {"S4", "unlock_p99", "S4 unlock p99", kDur},
+		{"S5", "lock_p99", "S5 lock p99", kDur}, {"S5", "unlock_p50", "S5 unlock p50", kDur}, {"S5", "unlock_p99", "S5 unlock p99", kDur},
+		{"S3", "cs_per_s", "S3 CS/s", kRate}, {"S3", "wait_p999", "S3 wait p99.9", kDur},
+		{"S6", "cs_per_s", "S6 CS/s", kRate}, {"S6", "wait_p999", "S6 wait p99.9", kDur}, {"S6", "fairness", "S6 CS/worker min/max", kRatio},
+	}
+	w("## This library against the floor and redsync\n\n")
+	w("Each ratio is this library's median divided by the other's, from the same run. For times and\n")
+	w("allocations lower is better; for pairs/s, CS/s and min/max higher is better.\n\n")
+	w("| figure | redlock (fenced) | ÷ floor | ÷ redsync | ÷ redsync FailFast | redlock (unfenced) | ÷ floor | ÷ redsync | ÷ redsync FailFast |\n")
+	w("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		if res[r.s] == nil {
+			continue
+		}
+		w("| %s |", r.head)
+		for _, mine := range []string{ours, oursUnfenced} {
+			v := res.med(r.s, mine, r.key)
+			w(" %s |", format(r.k, v))
+			for _, other := range []string{floorName, rsDefault, rsFailFast} {
+				w(" %s |", ratio(v, res.med(r.s, other, r.key)))
+			}
+		}
+		w("\n")
+	}
+	w("\n")
+	if res["S1"] != nil && (res["S4"] != nil || res["S5"] != nil) {
+		w("Faults against the healthy tail (issue target: within 0.5 ms of the healthy S1 p99):\n\n")
+		w("| figure | redlock (fenced) | − S1 p99 | redlock (unfenced) | − S1 p99 |\n|---|---|---|---|---|\n")
+		for _, r := range rows {
+			if (r.s != "S4" && r.s != "S5") || res[r.s] == nil || r.key == "unlock_p50" {
+				continue
+			}
+			base := strings.Replace(r.key, "p50", "p99", 1)
+			w("| %s |", r.head)
+			for _, mine := range []string{ours, oursUnfenced} {
+				v := res.med(r.s, mine, r.key)
+				w(" %s | %s |", format(kDur, v), signedDur(v-res.med("S1", mine, base)))
+			}
+			w("\n")
+		}
+		w("\n")
+	}
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func signedDur(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	if v < 0 {
+		return "−" + format(kDur, -v)
+	}
+	return "+" + format(kDur, v)
+}

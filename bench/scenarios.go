@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// metrics is one measurement: named figures (durations in seconds).
+type metrics map[string]float64
+
+// scenario is one row group of the report.
+type scenario struct {
+	id, title string
+	fault     fault
+	duration  *time.Duration
+	// applies says whether c takes part.
+	applies func(c contender) bool
+	// measure runs the scenario for one contender; addrs are the proxies.
+	measure func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error)
+	columns []column
+}
+
+// column is one figure of a scenario's table.
+type column struct {
+	key, head string
+	kind      kind
+}
+
+type kind int
+
+const (
+	kDur   kind = iota // seconds, shown as µs or ms
+	kRate              // per second
+	kCount             // a plain number
+	kRatio             // 0..1
+)
+
+func notFloor(c contender) bool { return !c.floor }
+func allNodes(c contender) bool { return c.nodes == 5 }
+func everyone(contender) bool   { return true }
+func latencyCols() []column {
+	return []column{
+		{"lock_p50", "lock p50", kDur}, {"lock_p99", "lock p99", kDur},
+		{"unlock_p50", "unlock p50", kDur}, {"unlock_p99", "unlock p99", kDur},
+		{"n", "pairs", kCount}, {"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
+	}
+}
+
+func contentionCols(perWorker bool) []column {
+	cols := []column{
+		{"cs_per_s", "CS/s", kRate}, {"wait_p50", "wait p50", kDur},
+		{"wait_p999", "wait p99.9", kDur}, {"wait_max", "wait max", kDur},
+	}
+	if perWorker {
+		cols = append(cols, column{"cs_min", "CS/worker min", kCount}, column{"cs_max", "CS/worker max", kCount},
+			column{"fairness", "min/max", kRatio})
+	}
+	return append(cols, column{"lock_err", "lock errors", kCount}, column{"unlock_err", "unlock errors", kCount})
+}
+
+// warmup pairs run before each measurement (and before its fault), so
+// connections exist and scripts are loaded.
+const warmup = 20
+
+func doWarmup(ctx context.Context, l locker, prefix string) error {
+	for i := range warmup {
+		h, err := l.tryLock(ctx, prefix+"warm"+strconv.Itoa(i))
+		if err != nil {
+			return fmt.Errorf("warm-up lock: %w", err)
+		}
+		if err := h.release(ctx); err != nil {
+			return fmt.Errorf("warm-up unlock: %w", err)
+		}
+	}
+	return nil
+}
+
+// withLocker opens c's locker(s), warms them up, injects the fault, runs
+// f, heals, and closes.
+func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []string, prefix string, n int,
+	run func([]locker) (metrics, error)) (metrics, error) {
+	ls := make([]locker, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.close()
+		}
+	}()
+	for range n {
+		l, err := c.open(addrs)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		if err := doWarmup(ctx, l, prefix); err != nil {
+			return nil, err
+		}
+	}
+	if err := cl.inject(f); err != nil {
+		return nil, fmt.Errorf("injecting the fault: %w", err)
+	}
+	m, err := run(ls)
+	// Heal before closing: it frees the clients stuck on a blackholed node.
+	if herr := cl.heal(f); herr != nil && err == nil {
+		err = fmt.Errorf("healing the fault: %w", herr)
+	}
+	return m, err
+}
+
+// sequential: one goroutine, a fresh key per pair; lock and unlock timed
+// apart (S1, S4, S5).
+func sequential(ctx context.Context, l locker, prefix string, d time.Duration) metrics {
+	var lockLat, unlockLat []time.Duration
+	var lockErr, unlockErr int
+	end := time.Now().Add(d)
+	for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+		key := prefix + strconv.Itoa(i)
+		t0 := time.Now()
+		h, err := l.tryLock(ctx, key)
+		t1 := time.Now()
+		if err != nil {
+			lockErr++
+			continue
+		}
+		lockLat = append(lockLat, t1.Sub(t0))
+		if err := h.release(ctx); err != nil {
+			unlockErr++ // a release that reports a dead node still counts its time
+		}
+		unlockLat = append(unlockLat, time.Since(t1))
+	}
+	return metrics{
+		"lock_p50": pct(lockLat, 50), "lock_p99": pct(lockLat, 99),
+		"unlock_p50": pct(unlockLat, 50), "unlock_p99": pct(unlockLat, 99),
+		"n": float64(len(lockLat)), "lock_err": float64(lockErr), "unlock_err": float64(unlockErr),
+	}
+}
+
+// s2Workers is S2's concurrency.
+const s2Workers = 32
+
+// parallel: s2Workers goroutines, each on its own keys, pairs per second
+// and the allocations of the whole process per pair (S2).
+func parallel(ctx context.Context, l locker, prefix string, d time.Duration) metrics {
+	const keysPerWorker = 64
+	keys := make([][]string, s2Workers)
+	for w := range keys {
+		for k := range keysPerWorker {
+			keys[w] = append(keys[w], fmt.Sprintf("%sw%d:%d", prefix, w, k))
+		}
+	}
+	var pairs, lockErr, unlockErr atomic.Int64
+	var wg sync.WaitGroup
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	end := start.Add(d)
+	for w := range s2Workers {
+		wg.Add(1)
+		go func() { // owner: parallel; joined below
+			defer wg.Done()
+			var n, le, ue int64
+			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+				h, err := l.tryLock(ctx, keys[w][i%keysPerWorker])
+				if err != nil {
+					le++
+					continue
+				}
+				if err := h.release(ctx); err != nil {
+					ue++
+				}
+				n++
+			}
+			pairs.Add(n)
+			lockErr.Add(le)
+			unlockErr.Add(ue)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	p := float64(max(pairs.Load(), 1))
+	return metrics{
+		"pairs_per_s":   float64(pairs.Load()) / elapsed.Seconds(),
+		"allocs_per_op": float64(m1.Mallocs-m0.Mallocs) / p,
+		"bytes_per_op":  float64(m1.TotalAlloc-m0.TotalAlloc) / p,
+		"lock_err":      float64(lockErr.Load()),
+		"unlock_err":    float64(unlockErr.Load()),
+		"pairs":         float64(pairs.Load()),
+	}
+}
+
+// contenderWorkers is the number of workers of S3 and S6.
+const contenderWorkers = 8
+
+// contended: contenderWorkers workers on one key, worker w using ls[w %
+// len(ls)] (S3: one locker shared; S6: one each), hold time 0. Every
+// critical section checks that nobody else is inside; overlaps are counted
+// in violations.
+func contended(ctx context.Context, ls []locker, key string, d time.Duration, violations *atomic.Int64) metrics {
+	dctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var inCS atomic.Int32
+	var mu sync.Mutex
+	var waits []time.Duration
+	var maxOpen time.Duration // waits still in progress at the end
+	counts := make([]int, contenderWorkers)
+	var lockErr, unlockErr atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range contenderWorkers {
+		wg.Add(1)
+		go func() { // owner: contended; stopped by dctx, joined below
+			defer wg.Done()
+			l := ls[w%len(ls)]
+			var mine []time.Duration
+			for {
+				t0 := time.Now()
+				h, err := l.lock(dctx, key)
+				if err != nil {
+					if dctx.Err() != nil {
+						mu.Lock()
+						maxOpen = max(maxOpen, time.Since(t0))
+						mu.Unlock()
+						break
+					}
+					lockErr.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+				if inCS.Add(1) != 1 {
+					violations.Add(1)
+				}
+				runtime.Gosched() // give an overlapping holder a chance to be seen
+				inCS.Add(-1)
+				if err := h.release(context.Background()); err != nil {
+					unlockErr.Add(1)
+				}
+				counts[w]++
+			}
+			mu.Lock()
+			waits = append(waits, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	total, lo, hi := 0, counts[0], counts[0]
+	for _, n := range counts {
+		total += n
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	m := metrics{
+		"cs_per_s":   float64(total) / elapsed.Seconds(),
+		"wait_p50":   pct(waits, 50),
+		"wait_p999":  pct(waits, 99.9),
+		"wait_max":   max(pct(waits, 100), maxOpen.Seconds()),
+		"cs_min":     float64(lo),
+		"cs_max":     float64(hi),
+		"fairness":   0,
+		"lock_err":   float64(lockErr.Load()),
+		"unlock_err": float64(unlockErr.Load()),
+	}
+	if hi > 0 {
+		m["fairness"] = float64(lo) / float64(hi)
+	}
+	return m
+}
+
+func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
+	seq := func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration, ft fault) (metrics, error) {
+		return withLocker(ctx, cl, ft, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+			return sequential(ctx, ls[0], prefix, d), ctx.Err()
+		})
+	}
+	return []scenario{
+		{
+			id: "S1", title: "uncontended lock and unlock, one goroutine, a fresh key each time", fault: healthy,
+			duration: &f.s1, applies: everyone, columns: latencyCols(),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return seq(ctx, c, addrs, prefix, d, healthy)
+			},
+		},
+		{
+			id: "S2", title: fmt.Sprintf("%d goroutines, one Client, distinct keys (try-lock + unlock pairs)", s2Workers), fault: healthy,
+			duration: &f.s2, applies: everyone,
+			columns: []column{
+				{"pairs_per_s", "pairs/s", kRate}, {"allocs_per_op", "allocs/pair", kCount},
+				{"bytes_per_op", "B/pair", kCount}, {"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
+			},
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+					return parallel(ctx, ls[0], prefix, d), ctx.Err()
+				})
+			},
+		},
+		{
+			id: "S3", title: fmt.Sprintf("%d goroutines of one process (one Client) on one key, hold 0", contenderWorkers), fault: healthy,
+			duration: &f.s3, applies: notFloor, columns: contentionCols(false),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
+				})
+			},
+		},
+		{
+			id: "S4", title: "one node of five replies 50 ms late (uncontended, as S1)", fault: slowNode,
+			duration: &f.s4, applies: allNodes, columns: latencyCols(),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return seq(ctx, c, addrs, prefix, d, slowNode)
+			},
+		},
+		{
+			id: "S5", title: "two nodes of five blackholed (uncontended, as S1)", fault: blackhole,
+			duration: &f.s5, applies: allNodes, columns: latencyCols(),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return seq(ctx, c, addrs, prefix, d, blackhole)
+			},
+		},
+		{
+			id: "S6", title: fmt.Sprintf("%d workers on one key, each with its own Client and connections (as separate processes), hold 0", contenderWorkers), fault: healthy,
+			duration: &f.s6, applies: notFloor, columns: contentionCols(true),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, contenderWorkers, func(ls []locker) (metrics, error) {
+					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
+				})
+			},
+		},
+	}
+}
