@@ -13,7 +13,7 @@ CHAOS_DURATION ?= 10m
 CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
 TEST_LOG       := $(CURDIR)/.test.log
 
-.PHONY: demo chaos test lint vet staticcheck fmt-check redis-image postgres tools bench compose-up compose-down
+.PHONY: demo chaos test test-otel model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
 
 ## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
 demo: redis-image
@@ -22,12 +22,17 @@ demo: redis-image
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 # The chaos summary table is printed after the tests, then go test's
 # package lines again, so that the run still ends with the test results.
-test: redis-image postgres lint
+# The OpenTelemetry adapter (its own module, no servers) is tested first.
+test: redis-image postgres lint test-otel
 	@rm -f $(CHAOS_REPORT)
 	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
 	  status=$$?; \
 	  if [ -f $(CHAOS_REPORT) ]; then echo; cat $(CHAOS_REPORT); echo; grep -E '^(ok|FAIL|---)' $(TEST_LOG); fi; \
 	  exit $$status
+
+## test-otel: the OpenTelemetry adapter's tests (redlockotel/, its own module; no servers needed)
+test-otel:
+	cd redlockotel && $(GO) test -race -count=1 ./...
 
 ## chaos: the long soak (10 clients, random faults, a fenced counter) for CHAOS_DURATION (default 10m), then its table
 chaos: redis-image
@@ -36,7 +41,11 @@ chaos: redis-image
 	  $(GO) test -run '^TestChaosSoak$$' -count=1 -timeout 3h -v . ; \
 	  status=$$?; [ -f $(CHAOS_REPORT) ] && cat $(CHAOS_REPORT); exit $$status
 
-## lint: gofmt, go vet, staticcheck
+## model: the exhaustive protocol model (TestModel*) at its deep bounds: more clients, nodes and steps; takes minutes (docs/model.md)
+model: redis-image
+	$(GO) test -run 'Model' -count=1 -timeout 2h -v . -args -long
+
+## lint: gofmt, go vet, staticcheck (on the root module and redlockotel/)
 lint: fmt-check vet staticcheck
 
 fmt-check:
@@ -45,9 +54,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	cd redlockotel && $(GO) vet ./...
 
 staticcheck: tools
 	$(STATICCHECK) ./...
+	cd redlockotel && $(STATICCHECK) ./...
 
 tools: $(STATICCHECK)
 
@@ -65,9 +76,21 @@ postgres:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
 	fi
 
-## bench: uncontended acquire/release next to a parallel PING round to the same nodes, in one run
-bench: redis-image
+## bench: the comparison with redsync, redislock and the protocol's floor on 5 local redis-server nodes (bench/, its own module); writes BENCHMARKS.md. BENCH_FLAGS: e.g. -rounds 5
+bench: redis-server
+	cd bench && $(GO) run . -out ../BENCHMARKS.md $(BENCH_FLAGS)
+
+## bench-micro: go test micro-benchmarks of the pieces (uncontended acquire/release next to a parallel PING round), for profiling
+bench-micro: redis-image
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 .
+
+## redis-server: install Debian's redis-server if missing (the bench starts its own nodes from the binary)
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server && \
+		{ ! command -v systemctl >/dev/null 2>&1 || $(SUDO) systemctl disable --now redis-server >/dev/null 2>&1 || true; }; \
+	fi
 
 ## compose-up / compose-down: five persistent masters on 127.0.0.1:7001-7005 for trying the library by hand
 compose-up: redis-image
