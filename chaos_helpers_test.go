@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
@@ -48,21 +46,19 @@ func chaosDuration(tb testing.TB) time.Duration {
 	return 20 * time.Second
 }
 
-// store is a downstream counter per resource: what the lock protects.
-// A fenced store does what DESIGN §3 asks of a downstream, through one of
-// redlock's guards: every read and write carries the holder's fence, and one
-// lower than the highest seen for the resource is rejected with
-// redlock.ErrStaleFence (reads record their fence too, so that a stale holder
-// cannot read-modify-write around a newer one). An unfenced store ignores
-// fences: the negative control.
-type store interface {
-	// read returns the counter of resource under h's fence.
-	read(resource string, h redlock.Holder) (int64, error)
-	// write sets the counter of resource to v under h's fence and returns
-	// the store's order of acceptance.
-	write(resource string, v int64, h redlock.Holder) (seq int64, err error)
-	// counters returns the final value of every resource written.
-	counters() (map[string]int64, error)
+// counterStore is a downstream counter per resource: what the lock
+// protects, kept in one of the test stores (stores_test.go). A fenced
+// store does what DESIGN §3 asks of a downstream, through one of redlock's
+// guards: every read and write carries the holder's fence, and one lower
+// than the highest seen for the resource is rejected with
+// redlock.ErrStaleFence (reads record their fence too, so that a stale
+// holder cannot read-modify-write around a newer one). An unfenced store
+// ignores fences: the negative control.
+type counterStore struct {
+	s redlock.Store
+
+	mu      sync.Mutex // protects touched
+	touched map[string]bool
 }
 
 // storeKind selects the downstream store of a chaos environment.
@@ -75,129 +71,52 @@ const (
 	redisUnfenced                  // the same Redis, plain GET and SET
 )
 
-// memStore is a store in this process.
-type memStore struct {
-	guard *redlock.FenceGuard // nil: unfenced
-
-	mu  sync.Mutex       // protects the maps
-	val map[string]int64 // resource -> counter
-	seq map[string]int64 // resource -> writes accepted so far
-}
-
-func newMemStore(fenced bool) *memStore {
-	s := &memStore{val: map[string]int64{}, seq: map[string]int64{}}
-	if fenced {
-		s.guard = new(redlock.FenceGuard)
-	}
-	return s
-}
-
-// do runs access under h's fence: through the guard if the store is fenced.
-func (s *memStore) do(resource string, h redlock.Holder, access func()) error {
-	f := func() error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		access()
-		return nil
-	}
-	if s.guard == nil {
-		return f()
-	}
-	return s.guard.Do(resource, h, f)
-}
-
-func (s *memStore) read(resource string, h redlock.Holder) (v int64, err error) {
-	err = s.do(resource, h, func() { v = s.val[resource] })
-	return v, err
-}
-
-func (s *memStore) write(resource string, v int64, h redlock.Holder) (seq int64, err error) {
-	err = s.do(resource, h, func() {
-		s.val[resource] = v
-		s.seq[resource]++
-		seq = s.seq[resource]
-	})
-	return seq, err
-}
-
-func (s *memStore) counters() (map[string]int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := make(map[string]int64, len(s.val))
-	for k, v := range s.val {
-		m[k] = v
-	}
-	return m, nil
-}
-
-// redisStore is a store in a Redis of its own (not one of the lock's
-// nodes), each counter in the key "{resource}:count".
-type redisStore struct {
-	rdb   *redis.Client
-	guard *redlock.RedisGuard // nil: unfenced
-
-	mu      sync.Mutex // protects touched
-	touched map[string]bool
-}
-
-// storeTimeout bounds one call to the downstream Redis, which no fault
+// storeTimeout bounds one call to the downstream store, which no fault
 // touches.
 const storeTimeout = 5 * time.Second
 
-func countKey(resource string) string { return "{" + resource + "}:count" }
-
-func (s *redisStore) read(resource string, h redlock.Holder) (int64, error) {
+// read returns the counter of resource under h's fence.
+func (c *counterStore) read(resource string, h redlock.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	var (
-		v   string
-		err error
-	)
-	if s.guard != nil {
-		v, _, err = s.guard.Get(ctx, resource, countKey(resource), h)
-	} else {
-		v, err = s.rdb.Get(ctx, countKey(resource)).Result()
-		if errors.Is(err, redis.Nil) {
-			err = nil
-		}
-	}
+	v, err := c.s.Read(ctx, resource, h)
 	if err != nil || v == "" {
 		return 0, err
 	}
 	return strconv.ParseInt(v, 10, 64)
 }
 
-func (s *redisStore) write(resource string, v int64, h redlock.Holder) (int64, error) {
+// write sets the counter of resource to v under h's fence and returns the
+// store's order of acceptance: the counter itself, since each accepted
+// read-modify-write stores one more than it read (two stale writers of
+// one value tie, and the checker orders them by time).
+func (c *counterStore) write(resource string, v int64, h redlock.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	s.mu.Lock()
-	s.touched[resource] = true
-	s.mu.Unlock()
-	var err error
-	if s.guard != nil {
-		err = s.guard.Set(ctx, resource, countKey(resource), strconv.FormatInt(v, 10), h)
-	} else {
-		err = s.rdb.Set(ctx, countKey(resource), v, 0).Err()
-	}
-	if err != nil {
+	c.mu.Lock()
+	c.touched[resource] = true
+	c.mu.Unlock()
+	if err := c.s.Write(ctx, resource, h, strconv.FormatInt(v, 10)); err != nil {
 		return 0, err
 	}
-	// The order of acceptance of a counter is the value it stored.
 	return v, nil
 }
 
-func (s *redisStore) counters() (map[string]int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := make(map[string]int64, len(s.touched))
+// counters returns the final value of every resource written.
+func (c *counterStore) counters() (map[string]int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	for r := range s.touched {
-		v, err := s.rdb.Get(ctx, countKey(r)).Int64()
+	m := make(map[string]int64, len(c.touched))
+	for r := range c.touched {
+		v, _, err := c.s.Stored(ctx, r)
+		if err == nil {
+			m[r], err = strconv.ParseInt(v, 10, 64)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("final counter of %q: %w", r, err)
 		}
-		m[r] = v
 	}
 	return m, nil
 }
@@ -208,7 +127,7 @@ type chaosEnv struct {
 	t     testing.TB
 	cl    *redlocktest.Cluster
 	rec   *history.Recorder
-	store store
+	store *counterStore
 	opts  redlock.Options // for clients made by client()
 
 	mu       sync.Mutex // protects holds
@@ -229,16 +148,13 @@ func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redloc
 	tb.Helper()
 	copts := &redlocktest.Options{Expire: max(redlocktest.DefaultExpire, d+15*time.Minute)}
 	e := &chaosEnv{t: tb, rec: history.NewRecorder()}
+	e.store = &counterStore{touched: map[string]bool{}}
 	switch st {
 	case memFenced, memUnfenced:
-		e.store = newMemStore(st == memFenced)
+		e.store.s = redlock.NewMemStore(st == memFenced)
 	default:
 		rdb := redlocktest.Start(tb, 1, copts).Client(0)
-		rs := &redisStore{rdb: rdb, touched: map[string]bool{}}
-		if st == redisFenced {
-			rs.guard = redlock.NewRedisGuard(rdb)
-		}
-		e.store = rs
+		e.store.s = redlock.NewRedisStore(rdb, st == redisFenced)
 	}
 	if opts != nil {
 		e.opts = *opts

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -170,6 +171,22 @@ func (e *chaosEnv) healNet(c *sim, detail string, nodes ...int) {
 	}
 }
 
+// nodesOf returns the nodes of the *redlock.NodeError values joined in err.
+func nodesOf(err error) []int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []int
+		for _, e := range j.Unwrap() {
+			out = append(out, nodesOf(e)...)
+		}
+		return out
+	}
+	var ne *redlock.NodeError
+	if errors.As(err, &ne) {
+		return []int{ne.Node}
+	}
+	return nil
+}
+
 // 1. No faults: several clients contend; nothing may go wrong.
 func chaosBaseline(t *testing.T, row string) {
 	e := newEnv(t, 5, memFenced, nil)
@@ -186,7 +203,8 @@ func chaosBaseline(t *testing.T, row string) {
 // 2. Kill 2 of 5 mid-lease: the lock survives on the other three, extend
 // works, nobody else gets it, and work goes on with three nodes.
 func chaosKillMinority(t *testing.T, row string) {
-	e := newEnv(t, 5, memFenced, nil)
+	logs := new(redlock.LogSink)
+	e := newEnv(t, 5, memFenced, &redlock.Options{Logger: slog.New(logs)})
 	cs := e.clients(3)
 	c1, c2 := cs[0], cs[1]
 	const name = "r02"
@@ -203,8 +221,25 @@ func chaosKillMinority(t *testing.T, row string) {
 	}
 	_, err := c2.acquire(within(t, 5*time.Second), name, time.Second, &redlock.AcquireOptions{Retry: redlock.NoRetry()})
 	wantNotAcquired(t, row, "while c1 holds it on A, B, C", err)
-	if err := c1.release(l); err == nil {
-		t.Errorf("row %q: Release with D, E killed = nil; want their errors reported", row)
+	// Release returns at the quorum of A, B, C; the failures of D and E are
+	// in its error if they came first, else logged as stragglers.
+	err = c1.release(l)
+	failed := nodesOf(err)
+	if slices.ContainsFunc(failed, func(i int) bool { return i < 3 }) {
+		t.Errorf("row %q: Release with D, E killed = %v; want no error from A, B, C", row, err)
+	}
+	for _, i := range []int{3, 4} {
+		reported := func() bool {
+			return slices.Contains(failed, i) || slices.Contains(logs.Nodes(redlock.MsgStraggler), i)
+		}
+		deadline := time.Now().Add(e.opts.NodeTimeout + time.Second)
+		for !reported() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !reported() {
+			t.Errorf("row %q: Release with D, E killed = %v, stragglers logged for nodes %v; want node %d's failure in one of them",
+				row, err, logs.Nodes(redlock.MsgStraggler), i)
+		}
 	}
 	runWorkers(1500*time.Millisecond, cs, name, name, time.Second, time.Second, 20*time.Millisecond, nil)
 	for _, i := range []int{3, 4} {

@@ -6,3 +6,22 @@ package redlock
 // which shows that a delayed cleanup then deletes a later attempt's key.
 // Call it before c is used.
 func SetSharedAttemptValue(c *Client) { c.sharedValue = true }
+
+// LogSink is a slog.Handler that keeps what the library logs, for the
+// chaos suite.
+type LogSink = logSink
+
+// MsgStraggler is what the library logs for a node that failed to delete a
+// released key after Release returned.
+const MsgStraggler = msgStraggler
+
+// Nodes returns the "node" attribute of the records whose message is msg.
+func (s *logSink) Nodes(msg string) []int {
+	var out []int
+	for _, a := range s.find(msg) {
+		if i, ok := a["node"].(int64); ok {
+			out = append(out, int(i))
+		}
+	}
+	return out
+}

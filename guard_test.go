@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,166 +20,10 @@ import (
 // store: in-process (FenceGuard), Redis (RedisGuard on a node of the shared
 // cluster) and PostgreSQL (SQLGuard on a server started by the test).
 
-// fencedStore is a downstream store behind a guard: one value per resource.
-type fencedStore interface {
-	// create makes resource exist with value "" and no fence recorded
-	// (fence 0), replacing what a previous run left.
-	create(t testing.TB, resource string)
-	// write sets the value of resource, fenced by h.
-	write(ctx context.Context, resource string, h Holder, value string) error
-	// read returns the value of resource, fenced by h.
-	read(ctx context.Context, resource string, h Holder) (string, error)
-	// stored returns the value and the highest fence of resource, unfenced.
-	stored(ctx context.Context, resource string) (string, uint64, error)
-}
-
-// memStore is values in a map behind a FenceGuard.
-type memStore struct {
-	guard    FenceGuard
-	mu       sync.Mutex // protects vals
-	vals     map[string]string
-	inside   atomic.Int32 // accesses running now
-	overlaps atomic.Int32 // accesses that found another one running
-}
-
-func (s *memStore) create(t testing.TB, resource string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.vals == nil {
-		s.vals = make(map[string]string)
-	}
-	s.vals[resource] = ""
-}
-
-// access runs f as an access of the store, counting overlaps.
-func (s *memStore) access(f func()) {
-	if s.inside.Add(1) != 1 {
-		s.overlaps.Add(1)
-	}
-	defer s.inside.Add(-1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f()
-}
-
-func (s *memStore) write(ctx context.Context, resource string, h Holder, value string) error {
-	return s.guard.Do(resource, h, func() error {
-		s.access(func() { s.vals[resource] = value })
-		return nil
-	})
-}
-
-func (s *memStore) read(ctx context.Context, resource string, h Holder) (v string, err error) {
-	err = s.guard.Do(resource, h, func() error {
-		s.access(func() { v = s.vals[resource] })
-		return nil
-	})
-	return v, err
-}
-
-func (s *memStore) stored(ctx context.Context, resource string) (string, uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.vals[resource], s.guard.Highest(resource), nil
-}
-
-// redisStore is string keys in a Redis behind a RedisGuard.
-type redisStore struct {
-	rdb   *redis.Client
-	guard *RedisGuard
-}
-
-func redisDataKey(resource string) string { return "{" + resource + "}:value" }
-
-func (s *redisStore) create(t testing.TB, resource string) {
-	t.Helper()
-	if err := s.rdb.Del(t.Context(), guardFenceKey(resource), redisDataKey(resource)).Err(); err != nil {
-		t.Fatalf("DEL: %v", err)
-	}
-}
-
-func (s *redisStore) write(ctx context.Context, resource string, h Holder, value string) error {
-	return s.guard.Set(ctx, resource, redisDataKey(resource), value, h)
-}
-
-func (s *redisStore) read(ctx context.Context, resource string, h Holder) (string, error) {
-	v, _, err := s.guard.Get(ctx, resource, redisDataKey(resource), h)
-	return v, err
-}
-
-func (s *redisStore) stored(ctx context.Context, resource string) (string, uint64, error) {
-	v, err := s.rdb.Get(ctx, redisDataKey(resource)).Result()
-	if errors.Is(err, redis.Nil) {
-		v, err = "", nil
-	}
-	if err != nil {
-		return "", 0, err
-	}
-	f, err := s.guard.Highest(ctx, resource)
-	return v, f, err
-}
-
-// sqlStore is rows of a PostgreSQL table behind a SQLGuard; every access
-// is a transaction of its own.
-type sqlStore struct {
-	db    *sql.DB
-	guard SQLGuard
-}
-
-const sqlStoreTable = `CREATE TABLE guarded (
-	id          text PRIMARY KEY,
-	val         text NOT NULL DEFAULT '',
-	fence       bigint NOT NULL DEFAULT 0,
-	fence_owner text NOT NULL DEFAULT ''
-)`
-
-func (s *sqlStore) create(t testing.TB, resource string) {
-	t.Helper()
-	_, err := s.db.ExecContext(t.Context(),
-		`INSERT INTO guarded (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET val = '', fence = 0, fence_owner = ''`, resource)
-	if err != nil {
-		t.Fatalf("INSERT: %v", err)
-	}
-}
-
-// inTx runs f in a transaction, committed if f succeeds.
-func (s *sqlStore) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-func (s *sqlStore) write(ctx context.Context, resource string, h Holder, value string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		return s.guard.Update(ctx, tx, resource, h, "val = $1", value)
-	})
-}
-
-func (s *sqlStore) read(ctx context.Context, resource string, h Holder) (v string, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.guard.Update(ctx, tx, resource, h, ""); err != nil {
-			return err
-		}
-		return tx.QueryRowContext(ctx, "SELECT val FROM guarded WHERE id = $1", resource).Scan(&v)
-	})
-	return v, err
-}
-
-func (s *sqlStore) stored(ctx context.Context, resource string) (v string, f uint64, err error) {
-	err = s.db.QueryRowContext(ctx, "SELECT val, fence FROM guarded WHERE id = $1", resource).Scan(&v, &f)
-	return v, f, err
-}
-
 // assertStored fails the test unless resource holds value with fence.
-func assertStored(t testing.TB, s fencedStore, resource, value string, fence uint64) {
+func assertStored(t testing.TB, s Store, resource, value string, fence uint64) {
 	t.Helper()
-	v, f, err := s.stored(t.Context(), resource)
+	v, f, err := s.Stored(t.Context(), resource)
 	if err != nil {
 		t.Fatalf("stored(%q): %v", resource, err)
 	}
@@ -262,16 +105,16 @@ func assertOutcome(t testing.TB, op string, err error, want guardOutcome, resour
 
 func TestFencedStores(t *testing.T) {
 	db := startPostgres(t)
-	if _, err := db.ExecContext(t.Context(), sqlStoreTable); err != nil {
+	if _, err := db.ExecContext(t.Context(), SQLStoreTable); err != nil {
 		t.Fatalf("CREATE TABLE: %v", err)
 	}
 	stores := []struct {
 		name  string
-		store fencedStore
+		store Store
 	}{
-		{"memory", &memStore{}},
-		{"redis", &redisStore{rdb: cluster().Client(4), guard: NewRedisGuard(cluster().Client(4))}},
-		{"postgres", &sqlStore{db: db, guard: SQLGuard{Table: "guarded"}}},
+		{"memory", NewMemStore(true)},
+		{"redis", NewRedisStore(cluster().Client(4), true)},
+		{"postgres", NewSQLStore(db)},
 	}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -283,15 +126,15 @@ func TestFencedStores(t *testing.T) {
 			t.Run("ExpiredHolder", func(t *testing.T) { testExpiredHolder(t, st.store, "guard-"+st.name) })
 		})
 	}
-	if m := stores[0].store.(*memStore); m.overlaps.Load() != 0 {
-		t.Errorf("FenceGuard ran %d accesses of one resource at once; want 0", m.overlaps.Load())
+	if n := stores[0].store.(*MemStore).Overlaps(); n != 0 {
+		t.Errorf("FenceGuard ran %d accesses of one resource at once; want 0", n)
 	}
 	t.Run("postgres/Errors", func(t *testing.T) { testSQLGuardErrors(t, db) })
 }
 
-func testStaleWriteRejected(t *testing.T, s fencedStore) {
+func testStaleWriteRejected(t *testing.T, s Store) {
 	const res = "stale-write"
-	s.create(t, res)
+	s.Create(t, res)
 	steps := []struct {
 		fence     uint64
 		value     string
@@ -307,7 +150,7 @@ func testStaleWriteRejected(t *testing.T, s fencedStore) {
 	}
 	value, highest := "", uint64(0)
 	for _, st := range steps {
-		err := s.write(t.Context(), res, holderAt(st.fence), st.value)
+		err := s.Write(t.Context(), res, holderAt(st.fence), st.value)
 		op := fmt.Sprintf("write(%q, fence %d)", st.value, st.fence)
 		if st.wantStale {
 			assertStale(t, op, err, res, st.fence, highest)
@@ -326,15 +169,15 @@ func testStaleWriteRejected(t *testing.T, s fencedStore) {
 // other is rejected, reads and writes, and changes nothing. Before guards
 // recorded the owner, both were accepted. The same holder still rewrites at
 // its own fence, and fence 0 is refused without recording anything.
-func testOwners(t *testing.T, s fencedStore) {
+func testOwners(t *testing.T, s Store) {
 	const res = "owners"
-	s.create(t, res)
+	s.Create(t, res)
 	a, b, c := HolderOf(7, "token-a"), HolderOf(7, "token-b"), HolderOf(6, "token-c")
 	zero := HolderOf(0, "token-z")
 
 	// A fence 0 on a fresh resource records nothing.
-	assertNoFence(t, "write(fence 0)", s.write(t.Context(), res, zero, "z"), res)
-	v, err := s.read(t.Context(), res, zero)
+	assertNoFence(t, "write(fence 0)", s.Write(t.Context(), res, zero, "z"), res)
+	v, err := s.Read(t.Context(), res, zero)
 	assertNoFence(t, "read(fence 0)", err, res)
 	if v != "" {
 		t.Errorf("read(fence 0) returned %q; want nothing", v)
@@ -366,7 +209,7 @@ func testOwners(t *testing.T, s fencedStore) {
 		if st.read {
 			op = fmt.Sprintf("%s's read(fence %d)", st.who, st.h.Fence())
 			var v string
-			v, err = s.read(t.Context(), res, st.h)
+			v, err = s.Read(t.Context(), res, st.h)
 			want := "" // nothing read unless accepted
 			if st.want == accepted {
 				want = value
@@ -375,7 +218,7 @@ func testOwners(t *testing.T, s fencedStore) {
 				t.Errorf("%s returned %q; want %q", op, v, want)
 			}
 		} else {
-			err = s.write(t.Context(), res, st.h, st.value)
+			err = s.Write(t.Context(), res, st.h, st.value)
 		}
 		assertOutcome(t, op, err, st.want, res, st.h.Fence(), highest)
 		if st.want == accepted {
@@ -388,19 +231,19 @@ func testOwners(t *testing.T, s fencedStore) {
 	}
 }
 
-func testStaleReadRejected(t *testing.T, s fencedStore) {
+func testStaleReadRejected(t *testing.T, s Store) {
 	const res = "stale-read"
-	s.create(t, res)
-	if err := s.write(t.Context(), res, holderAt(4), "x"); err != nil {
+	s.Create(t, res)
+	if err := s.Write(t.Context(), res, holderAt(4), "x"); err != nil {
 		t.Fatalf("write(fence 4) = %v", err)
 	}
-	v, err := s.read(t.Context(), res, holderAt(2))
+	v, err := s.Read(t.Context(), res, holderAt(2))
 	assertStale(t, "read(fence 2)", err, res, 2, 4)
 	if v != "" {
 		t.Errorf("read(fence 2) returned %q; want nothing", v)
 	}
 	for _, f := range []uint64{4, 6} {
-		if v, err := s.read(t.Context(), res, holderAt(f)); v != "x" || err != nil {
+		if v, err := s.Read(t.Context(), res, holderAt(f)); v != "x" || err != nil {
 			t.Errorf("read(fence %d) = %q, %v; want %q, nil", f, v, err, "x")
 		}
 	}
@@ -410,20 +253,20 @@ func testStaleReadRejected(t *testing.T, s fencedStore) {
 // A stale holder A read before the newer holder B; B reads too. A's write
 // must now be rejected, though nobody has written with B's fence yet:
 // otherwise B's write, computed from what B read, would overwrite A's.
-func testFencedReadThenStaleWrite(t *testing.T, s fencedStore) {
+func testFencedReadThenStaleWrite(t *testing.T, s Store) {
 	const res = "read-modify-write"
-	s.create(t, res)
-	if err := s.write(t.Context(), res, holderAt(1), "0"); err != nil {
+	s.Create(t, res)
+	if err := s.Write(t.Context(), res, holderAt(1), "0"); err != nil {
 		t.Fatalf("write(fence 1) = %v", err)
 	}
 	const a, b = 1, 2
 	for _, f := range []uint64{a, b} {
-		if v, err := s.read(t.Context(), res, holderAt(f)); v != "0" || err != nil {
+		if v, err := s.Read(t.Context(), res, holderAt(f)); v != "0" || err != nil {
 			t.Fatalf("read(fence %d) = %q, %v; want %q, nil", f, v, err, "0")
 		}
 	}
-	assertStale(t, "A's write(fence 1) after B's read(fence 2)", s.write(t.Context(), res, holderAt(a), "1"), res, a, b)
-	if err := s.write(t.Context(), res, holderAt(b), "1"); err != nil {
+	assertStale(t, "A's write(fence 1) after B's read(fence 2)", s.Write(t.Context(), res, holderAt(a), "1"), res, a, b)
+	if err := s.Write(t.Context(), res, holderAt(b), "1"); err != nil {
 		t.Errorf("B's write(fence 2) = %v; want nil", err)
 	}
 	assertStored(t, s, res, "1", b)
@@ -432,9 +275,9 @@ func testFencedReadThenStaleWrite(t *testing.T, s fencedStore) {
 // Writers with random fences race; the stored fence never goes down, every
 // write with the largest fence is accepted, and the store ends with the
 // largest fence and a value written with it.
-func testConcurrentWriters(t *testing.T, s fencedStore) {
+func testConcurrentWriters(t *testing.T, s Store) {
 	const res = "concurrent"
-	s.create(t, res)
+	s.Create(t, res)
 	const writers, writes = 16, 8
 	type result struct {
 		fence uint64
@@ -454,7 +297,7 @@ func testConcurrentWriters(t *testing.T, s fencedStore) {
 	go func() {
 		var last uint64
 		for {
-			_, f, err := s.stored(ctx, res)
+			_, f, err := s.Stored(ctx, res)
 			if err == nil && f < last {
 				err = fmt.Errorf("stored fence went down from %d to %d", last, f)
 			}
@@ -479,7 +322,7 @@ func testConcurrentWriters(t *testing.T, s fencedStore) {
 			for i := 0; i < writes; i++ {
 				f := 1 + rand.Uint64N(40)
 				v := fmt.Sprintf("w%d-%d-f%d", w, i, f)
-				results <- result{f, v, s.write(ctx, res, holderAt(f), v)}
+				results <- result{f, v, s.Write(ctx, res, holderAt(f), v)}
 			}
 		}()
 	}
@@ -511,7 +354,7 @@ func testConcurrentWriters(t *testing.T, s fencedStore) {
 			}
 		}
 	}
-	v, f, err := s.stored(t.Context(), res)
+	v, f, err := s.Stored(t.Context(), res)
 	if err != nil {
 		t.Fatalf("stored: %v", err)
 	}
@@ -526,9 +369,9 @@ func testConcurrentWriters(t *testing.T, s fencedStore) {
 // A real lock: holder A's lease ends on the nodes (as after a long pause),
 // B acquires it and reads; A, still believing it holds the lock, writes:
 // rejected, and B's write goes through.
-func testExpiredHolder(t *testing.T, s fencedStore, name string) {
+func testExpiredHolder(t *testing.T, s Store, name string) {
 	const res = "expired-holder"
-	s.create(t, res)
+	s.Create(t, res)
 	// Two clients, as two processes: one client queues its own Acquire
 	// calls of a name until the earlier lock ends locally.
 	ca, cb := newTestClient(t, nodes(3), nil), newTestClient(t, nodes(3), nil)
@@ -538,7 +381,7 @@ func testExpiredHolder(t *testing.T, s fencedStore, name string) {
 		t.Fatalf("Acquire a = %v", err)
 	}
 	defer a.Release(t.Context())
-	if err := s.write(t.Context(), res, a, "a1"); err != nil {
+	if err := s.Write(t.Context(), res, a, "a1"); err != nil {
 		t.Fatalf("a's write(fence %d) = %v; want nil", a.Fence(), err)
 	}
 	for _, nd := range nodes(3) {
@@ -553,15 +396,15 @@ func testExpiredHolder(t *testing.T, s fencedStore, name string) {
 	if b.Fence() <= a.Fence() {
 		t.Fatalf("b.Fence() = %d; want more than a's %d", b.Fence(), a.Fence())
 	}
-	if v, err := s.read(t.Context(), res, b); v != "a1" || err != nil {
+	if v, err := s.Read(t.Context(), res, b); v != "a1" || err != nil {
 		t.Fatalf("b's read(fence %d) = %q, %v; want %q, nil", b.Fence(), v, err, "a1")
 	}
 	if a.Err() != nil {
 		t.Fatalf("a.Err() = %v; want nil (a still believes it holds the lock)", a.Err())
 	}
-	err = s.write(t.Context(), res, a, "a2")
+	err = s.Write(t.Context(), res, a, "a2")
 	assertStale(t, fmt.Sprintf("a's write(fence %d) after b's read", a.Fence()), err, res, a.Fence(), b.Fence())
-	if err := s.write(t.Context(), res, b, "b1"); err != nil {
+	if err := s.Write(t.Context(), res, b, "b1"); err != nil {
 		t.Errorf("b's write(fence %d) = %v; want nil", b.Fence(), err)
 	}
 	assertStored(t, s, res, "b1", b.Fence())

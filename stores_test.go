@@ -1,0 +1,224 @@
+package redlock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The downstream stores of the tests, one per kind: in process, Redis and
+// PostgreSQL. The guard tests use them here; the chaos suite (package
+// redlock_test) uses them through their exported names, which exist only in
+// test builds.
+
+// Store is a downstream store: one string value per resource, behind a
+// guard (or, as the negative control, none).
+type Store interface {
+	// Create makes resource exist with value "" and no fence recorded
+	// (fence 0), replacing what a previous run left.
+	Create(tb testing.TB, resource string)
+	// Write sets the value of resource, fenced by h.
+	Write(ctx context.Context, resource string, h Holder, value string) error
+	// Read returns the value of resource, fenced by h.
+	Read(ctx context.Context, resource string, h Holder) (string, error)
+	// Stored returns the value and the highest fence of resource, unfenced.
+	Stored(ctx context.Context, resource string) (string, uint64, error)
+}
+
+var (
+	_ Store = (*MemStore)(nil)
+	_ Store = (*RedisStore)(nil)
+	_ Store = (*SQLStore)(nil)
+)
+
+// MemStore is values in a map behind a FenceGuard, or behind nothing
+// (unfenced). It counts accesses that overlapped, which a guard must
+// prevent.
+type MemStore struct {
+	guard    *FenceGuard // nil: unfenced
+	mu       sync.Mutex  // protects vals
+	vals     map[string]string
+	inside   atomic.Int32 // accesses running now
+	overlaps atomic.Int32 // accesses that found another one running
+}
+
+// NewMemStore returns an empty store, fenced by a FenceGuard or not.
+func NewMemStore(fenced bool) *MemStore {
+	s := &MemStore{vals: make(map[string]string)}
+	if fenced {
+		s.guard = new(FenceGuard)
+	}
+	return s
+}
+
+func (s *MemStore) Create(_ testing.TB, resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vals[resource] = ""
+}
+
+// do runs f as an access of the store through the guard (if any),
+// counting overlaps.
+func (s *MemStore) do(resource string, h Holder, f func()) error {
+	access := func() error {
+		if s.inside.Add(1) != 1 {
+			s.overlaps.Add(1)
+		}
+		defer s.inside.Add(-1)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		f()
+		return nil
+	}
+	if s.guard == nil {
+		return access()
+	}
+	return s.guard.Do(resource, h, access)
+}
+
+func (s *MemStore) Write(_ context.Context, resource string, h Holder, value string) error {
+	return s.do(resource, h, func() { s.vals[resource] = value })
+}
+
+func (s *MemStore) Read(_ context.Context, resource string, h Holder) (v string, err error) {
+	err = s.do(resource, h, func() { v = s.vals[resource] })
+	return v, err
+}
+
+func (s *MemStore) Stored(_ context.Context, resource string) (string, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var f uint64
+	if s.guard != nil {
+		f = s.guard.Highest(resource)
+	}
+	return s.vals[resource], f, nil
+}
+
+// Overlaps returns how many accesses found another one running.
+func (s *MemStore) Overlaps() int { return int(s.overlaps.Load()) }
+
+// RedisStore is string keys in a Redis behind a RedisGuard, or plain GET
+// and SET (unfenced).
+type RedisStore struct {
+	rdb   *redis.Client
+	guard *RedisGuard // nil: unfenced
+}
+
+// NewRedisStore returns a store in rdb, fenced by a RedisGuard or not.
+func NewRedisStore(rdb *redis.Client, fenced bool) *RedisStore {
+	s := &RedisStore{rdb: rdb}
+	if fenced {
+		s.guard = NewRedisGuard(rdb)
+	}
+	return s
+}
+
+// DataKey is the key of resource's value in a RedisStore.
+func DataKey(resource string) string { return "{" + resource + "}:value" }
+
+func (s *RedisStore) Create(tb testing.TB, resource string) {
+	tb.Helper()
+	if err := s.rdb.Del(tb.Context(), guardFenceKey(resource), DataKey(resource)).Err(); err != nil {
+		tb.Fatalf("DEL: %v", err)
+	}
+}
+
+func (s *RedisStore) Write(ctx context.Context, resource string, h Holder, value string) error {
+	if s.guard == nil {
+		return s.rdb.Set(ctx, DataKey(resource), value, 0).Err()
+	}
+	return s.guard.Set(ctx, resource, DataKey(resource), value, h)
+}
+
+func (s *RedisStore) Read(ctx context.Context, resource string, h Holder) (string, error) {
+	if s.guard == nil {
+		v, err := s.rdb.Get(ctx, DataKey(resource)).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", nil
+		}
+		return v, err
+	}
+	v, _, err := s.guard.Get(ctx, resource, DataKey(resource), h)
+	return v, err
+}
+
+func (s *RedisStore) Stored(ctx context.Context, resource string) (string, uint64, error) {
+	v, err := s.rdb.Get(ctx, DataKey(resource)).Result()
+	if errors.Is(err, redis.Nil) {
+		v, err = "", nil
+	}
+	if err != nil || s.guard == nil {
+		return v, 0, err
+	}
+	f, err := s.guard.Highest(ctx, resource)
+	return v, f, err
+}
+
+// SQLStore is rows of a PostgreSQL table (SQLStoreTable) behind a
+// SQLGuard; every access is a transaction of its own.
+type SQLStore struct {
+	db    *sql.DB
+	guard SQLGuard
+}
+
+// SQLStoreTable creates the table of a SQLStore.
+const SQLStoreTable = `CREATE TABLE guarded (
+	id          text PRIMARY KEY,
+	val         text NOT NULL DEFAULT '',
+	fence       bigint NOT NULL DEFAULT 0,
+	fence_owner text NOT NULL DEFAULT ''
+)`
+
+// NewSQLStore returns a store in db's table "guarded" (SQLStoreTable).
+func NewSQLStore(db *sql.DB) *SQLStore {
+	return &SQLStore{db: db, guard: SQLGuard{Table: "guarded"}}
+}
+
+func (s *SQLStore) Create(tb testing.TB, resource string) {
+	tb.Helper()
+	_, err := s.db.ExecContext(tb.Context(),
+		`INSERT INTO guarded (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET val = '', fence = 0, fence_owner = ''`, resource)
+	if err != nil {
+		tb.Fatalf("INSERT: %v", err)
+	}
+}
+
+// inTx runs f in a transaction, committed if f succeeds.
+func (s *SQLStore) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *SQLStore) Write(ctx context.Context, resource string, h Holder, value string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		return s.guard.Update(ctx, tx, resource, h, "val = $1", value)
+	})
+}
+
+func (s *SQLStore) Read(ctx context.Context, resource string, h Holder) (v string, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.guard.Update(ctx, tx, resource, h, ""); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT val FROM guarded WHERE id = $1", resource).Scan(&v)
+	})
+	return v, err
+}
+
+func (s *SQLStore) Stored(ctx context.Context, resource string) (v string, f uint64, err error) {
+	err = s.db.QueryRowContext(ctx, "SELECT val, fence FROM guarded WHERE id = $1", resource).Scan(&v, &f)
+	return v, f, err
+}
