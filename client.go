@@ -162,7 +162,7 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 	}
 	c := &Client{nodes: nodes, quorum: len(nodes)/2 + 1, opts: o, clock: realClock{}}
 	c.life, c.stopLife = context.WithCancel(context.Background())
-	c.waker = newWaker(nodes, o.NodeTimeout, o.Logger)
+	c.waker = newWaker(nodes, o.NodeTimeout, o.Logger, &c.goes)
 	return c, nil
 }
 

@@ -430,7 +430,7 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 }
 
 func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
-	w := newWaker(make([]node, 5), time.Second, nil) // no subscriptions: notices are fed by hand
+	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
 	defer w.close()
 	head, cancelHead := w.watch("ch", "head")
 	defer cancelHead()

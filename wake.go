@@ -43,11 +43,11 @@ type waker struct {
 	kicks   []chan struct{}      // per node, buffered 1: the wanted set changed
 	stop    chan struct{}        // closed by close
 	closed  bool
-	wg      sync.WaitGroup // joins the per-node goroutines
+	goes    *tracker // runs the per-node goroutines: the Client's, joined by Close
 }
 
-func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger) *waker {
-	return &waker{id: newToken()[:11], nodes: nodes, timeout: timeout, logger: logger, need: len(nodes)/2 + 1,
+func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger, goes *tracker) *waker {
+	return &waker{id: newToken()[:11], nodes: nodes, timeout: timeout, logger: logger, need: len(nodes)/2 + 1, goes: goes,
 		waiters: map[string][]waiter{}, idle: map[string]time.Time{}, live: map[string]int{}}
 }
 
@@ -104,8 +104,8 @@ func (w *waker) startLocked() {
 	for i, n := range w.nodes {
 		w.kicks[i] = make(chan struct{}, 1)
 		if n.sub != nil {
-			w.wg.Add(1)
-			go w.run(n, w.kicks[i])
+			kick := w.kicks[i]
+			w.goes.Go(func() { w.run(n, kick) })
 		}
 	}
 }
@@ -122,7 +122,6 @@ func (w *waker) kickLocked() {
 // run owns node's subscription: it brings the subscribed channels in line
 // with the wanted set whenever kicked, and passes notices on.
 func (w *waker) run(n node, kick chan struct{}) {
-	defer w.wg.Done()
 	ctx := context.Background()
 	ps := n.sub.Subscribe(ctx)
 	defer ps.Close()
@@ -251,7 +250,8 @@ func (w *waker) subscribed(channel string) bool {
 	return w.live[channel] >= w.need
 }
 
-// close stops the subscriptions and joins their goroutines.
+// close stops the subscriptions; their goroutines end soon after, and the
+// Client's Close waits for them with the rest of its goroutines.
 func (w *waker) close() {
 	w.mu.Lock()
 	if w.closed {
@@ -263,5 +263,4 @@ func (w *waker) close() {
 		close(w.stop)
 	}
 	w.mu.Unlock()
-	w.wg.Wait()
 }
