@@ -35,22 +35,23 @@ func TestInspectHeldFreeAndPartly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantHolds := 1
+		holds := 1
 		if reent {
 			if _, err := l.Reenter(t.Context(), 10*time.Second, nil); err != nil {
 				t.Fatal(err)
 			}
-			wantHolds = 2
+			holds = 2
 		}
+		wantHolds(t, c, name, holds) // the last node's answer has landed
 		st := inspect(t, c, name)
 		if !st.Held || st.Free || st.Holder != l.Token() || st.HeldOn != 3 || st.Quorum != 2 {
 			t.Errorf("%s held: Held %v Free %v Holder %q on %d; want held by %q on 3", name, st.Held, st.Free, st.Holder, st.HeldOn, l.Token())
 		}
 		for i, ns := range st.Nodes {
 			if !ns.Reachable || ns.Err != nil || !ns.Held || ns.Token != l.Token() || ns.Reentrant != reent ||
-				ns.Metadata != meta || ns.Holds != wantHolds || ns.TTL <= 0 || ns.TTL > 10*time.Second || ns.Fence < l.Fence() || ns.Addr == "" {
+				ns.Metadata != meta || ns.Holds != holds || ns.TTL <= 0 || ns.TTL > 10*time.Second || ns.Fence < l.Fence() || ns.Addr == "" {
 				t.Errorf("%s node %d: %+v; want held by %q, metadata %q, %d holds, TTL in (0,10s], fence >= %d",
-					name, i, ns, l.Token(), meta, wantHolds, l.Fence())
+					name, i, ns, l.Token(), meta, holds, l.Fence())
 			}
 		}
 		// The key on one node of three: a minority holds it; a quorum is free.

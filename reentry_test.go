@@ -46,9 +46,22 @@ func holdsOn(t *testing.T, c *Client, name string) []int {
 	return out
 }
 
+// wantHolds checks that every node keeps name for want holds, once the
+// calls in flight have landed (a round returns at its quorum).
 func wantHolds(t *testing.T, c *Client, name string, want int) {
 	t.Helper()
-	for i, got := range holdsOn(t, c, name) {
+	got := holdsOn(t, c, name)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); got = holdsOn(t, c, name) {
+		same := true
+		for _, n := range got {
+			same = same && n == want
+		}
+		if same {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i, got := range got {
 		if got != want {
 			t.Errorf("node %d keeps %q for %d holds; want %d", i, name, got, want)
 		}
@@ -135,6 +148,7 @@ func TestReentrantTTLNeverShortened(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reenter(40s) = %v", err)
 	}
+	wantHolds(t, c, name, 3) // the last node's answer has landed
 	if err := outer.Extend(t.Context(), time.Second); err != nil {
 		t.Fatalf("Extend(1s) = %v", err)
 	}
@@ -228,6 +242,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 				t.Fatalf("Acquire = %v", err)
 			}
 			defer l.Release(context.Background())
+			wantHolds(t, c, name, 1) // the last node's answer has landed
 			snapshot := func() []string {
 				var out []string
 				for _, nd := range nodes(3) {
