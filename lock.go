@@ -48,7 +48,9 @@ func (l *Lock) Name() string { return l.ls.name }
 
 // Token returns the random token that proves ownership on the nodes. Each
 // attempt of the Acquire call wrote "<token>.<attempt>" to the lock key;
-// extend and release match any value that starts with "<token>.".
+// extend and release match any value that starts with "<token>.". (A
+// re-entrant lock keeps the token in its hash; its nested and resumed locks
+// share it.)
 func (l *Lock) Token() string { return l.ls.token }
 
 // Fence returns the fencing token of this acquisition: larger than that of

@@ -464,3 +464,44 @@ func deleteOn(t *testing.T, ns []redis.UniversalClient, key string, which ...int
 		}
 	}
 }
+
+// TestReentrantWaiterWokenByLastHold: a waiter queued behind a re-entrant
+// lock stays queued while any hold is left, and is woken when the last one
+// goes (the hold release script announces the release as release.lua does).
+func TestReentrantWaiterWokenByLastHold(t *testing.T) {
+	c := newTestClient(t, nodes(3), nil)
+	name := "reentrant-waiter"
+	key, _ := c.Keys(name)
+	outer := reentrant(t, c, name, time.Minute, "")
+	inner, err := outer.Reenter(t.Context(), time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := newTestClient(t, nodes(3), nil)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		l, err := waiter.Acquire(ctx, name, time.Second, &AcquireOptions{Reentrant: true})
+		if err == nil {
+			err = l.Release(context.Background())
+		}
+		got <- err
+	}()
+	if err := outer.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantHolds(t, c, name, 1)
+	select {
+	case err := <-got:
+		t.Fatalf("waiter returned %v while a nested hold was left; want it to wait", err)
+	default:
+	}
+	if err := inner.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("waiter after the last hold was released = %v; want the lock (the holds had a minute left)", err)
+	}
+	assertNoLockKey(t, nodes(3), key)
+}
