@@ -2,15 +2,12 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func inspect(t *testing.T, c *Client, name string) *LockState {
@@ -100,143 +97,4 @@ func TestInspectUnreachableAndSplit(t *testing.T) {
 	if !st.Nodes[1].Reachable || st.Nodes[1].Err == nil || !strings.Contains(st.Nodes[1].Err.Error(), "not a lock") {
 		t.Errorf("node 1 with a list: %+v; want reachable with an error saying it is not a lock", st.Nodes[1])
 	}
-}
-
-func TestForceRelease(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
-	name := "force-release"
-	key, fenceKey := c.Keys(name)
-	l := reentrant(t, c, name, time.Minute, "stuck job")
-	if _, err := l.Reenter(t.Context(), time.Minute, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.ForceRelease(t.Context(), name)
-	if err != nil {
-		t.Fatalf("ForceRelease = %v", err)
-	}
-	for i, b := range got {
-		if !b.Deleted || b.Token != l.Token() || !b.Reentrant || b.Err != nil || b.Node != i {
-			t.Errorf("node %d: %+v; want the re-entrant lock of %q deleted", i, b, l.Token())
-		}
-	}
-	assertNoLockKey(t, nodes(3), key)
-	for i, nd := range nodes(3) {
-		if v, _ := nd.Get(t.Context(), fenceKey).Uint64(); v < l.Fence() {
-			t.Errorf("node %d: fence counter %d after ForceRelease; want it kept (>= %d)", i, v, l.Fence())
-		}
-	}
-	if err := l.Extend(t.Context(), time.Minute); !errors.Is(err, ErrLost) {
-		t.Errorf("the broken holder's Extend = %v; want ErrLost", err)
-	}
-	next, err := c.Acquire(t.Context(), name, time.Second, &AcquireOptions{Retry: NoRetry()})
-	if err != nil {
-		t.Fatalf("Acquire after ForceRelease = %v", err)
-	}
-	if next.Fence() <= l.Fence() {
-		t.Errorf("fence after the break %d; want above the broken holder's %d", next.Fence(), l.Fence())
-	}
-	next.Release(t.Context())
-	// Nothing there: nothing deleted, no error.
-	got, err = c.ForceRelease(t.Context(), name)
-	if err != nil || got[0].Deleted {
-		t.Errorf("ForceRelease of a free lock = %+v, %v; want nothing deleted", got, err)
-	}
-}
-
-func TestForceReleaseWakesWaiter(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
-	name := "force-release-wakes"
-	key, _ := c.Keys(name)
-	held, err := c.Acquire(t.Context(), name, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release(context.Background())
-	waiter := newTestClient(t, nodes(3), nil)
-	got := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		l, err := waiter.Acquire(ctx, name, time.Second, nil)
-		if err == nil {
-			err = l.Release(context.Background())
-		}
-		got <- err
-	}()
-	time.Sleep(300 * time.Millisecond) // the waiter queues
-	if _, err := c.ForceRelease(t.Context(), name); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Errorf("waiter after ForceRelease = %v; want the lock (a TTL of 1m left would have made it time out)", err)
-	}
-	assertNoLockKey(t, nodes(3), key)
-}
-
-func TestDoReleasesOnReturnAndPanic(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
-	name := "do-returns"
-	key, _ := c.Keys(name)
-	ran := false
-	err := c.Do(t.Context(), name, time.Second, func(ctx context.Context, l *Lock) error {
-		ran = ctx.Err() == nil && l.Err() == nil && l.Name() == name
-		return nil
-	}, nil)
-	if err != nil || !ran {
-		t.Errorf("Do = %v (ran %v); want nil after running fn under the lock", err, ran)
-	}
-	assertNoLockKey(t, nodes(3), key)
-
-	boom := errors.New("fn failed")
-	err = c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { return boom }, nil)
-	if !errors.Is(err, boom) || errors.Is(err, ErrLost) {
-		t.Errorf("Do with a failing fn = %v; want fn's error, not ErrLost", err)
-	}
-	assertNoLockKey(t, nodes(3), key)
-
-	func() {
-		defer func() {
-			if r := recover(); r != "boom" {
-				t.Errorf("recovered %v; want fn's panic to go on", r)
-			}
-		}()
-		c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { panic("boom") }, &AcquireOptions{Reentrant: true})
-	}()
-	assertNoLockKey(t, nodes(3), key)
-}
-
-func TestDoCancelsOnLoss(t *testing.T) {
-	cl := redlocktest.Start(t, 3, nil)
-	c := newTestClient(t, cl.Clients(), &Options{NodeTimeout: 200 * time.Millisecond})
-	name := "do-lost"
-	started := make(chan struct{})
-	var cause error
-	errc := make(chan error, 1)
-	go func() {
-		errc <- c.Do(context.Background(), name, time.Second, func(ctx context.Context, l *Lock) error {
-			close(started)
-			select {
-			case <-ctx.Done():
-				cause = context.Cause(ctx)
-				return ctx.Err()
-			case <-time.After(30 * time.Second):
-				return errors.New("fn ran on: its context was not cancelled")
-			}
-		}, nil)
-	}()
-	<-started
-	for _, i := range []int{1, 2} {
-		if err := cl.Stop(i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err := <-errc
-	if !errors.Is(err, ErrLost) || !errors.Is(err, context.Canceled) {
-		t.Errorf("Do after the majority stopped = %v; want ErrLost joined with fn's context.Canceled", err)
-	}
-	if !errors.Is(cause, ErrLost) {
-		t.Errorf("fn's context cause = %v; want ErrLost", cause)
-	}
-	key, _ := c.Keys(name)
-	assertNoLockKey(t, cl.Clients()[:1], key)
 }
