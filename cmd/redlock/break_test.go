@@ -47,3 +47,14 @@ func TestBreak(t *testing.T) {
 		t.Errorf("break with a node down = %d:\n%s%s\nwant %d naming the failed node", code, stdout, stderr, exitFailure)
 	}
 }
+
+func TestBreakHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "help", "break")
+	if code != exitOK || !strings.Contains(stdout, "usage: redlock break --yes") || !strings.Contains(stdout, "dangerous") {
+		t.Errorf("help break = %d:\n%s\nwant the usage, saying it is dangerous", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "help")
+	if code != exitOK || !strings.Contains(stdout, "break   --yes [flags] NAME") {
+		t.Errorf("help = %d:\n%s\nwant break in the command list", code, stdout)
+	}
+}
