@@ -13,9 +13,9 @@
 -- ARGV[5] the call's queue entry "<token>:<client>"; ARGV[6] its priority, a decimal
 -- the client fixed for the call; ARGV[7] how long the entry lives, in ms
 -- The re-entrant form (reentry.go), when ARGV[8] is given: the key is a hash
--- (fields rl-owner, rl-fence, rl-ttl, rl-meta and one "h:<hold id>" per hold) instead of
--- a string. ARGV[4] to ARGV[7] are then always given (ARGV[4] "barge" to
--- ignore the queue); ARGV[8] the holder's metadata. The call's own hold is
+-- (fields rl-owner, rl-fence, rl-ttl, rl-meta and one "h:<hold id>" per
+-- hold) instead of a string. ARGV[4] to ARGV[7] are then always given
+-- (ARGV[4] "barge" to ignore the queue); ARGV[8] the holder's metadata. The call's own hold is
 -- "h:<token>", holding the number of the attempt that wrote it, so that
 -- attempts compare as string values do. A key of the other form is another
 -- owner's: held, never an error, never taken over.
@@ -26,8 +26,9 @@
 -- the key is free but another waiter comes first; in "wait" mode a third
 -- element gives the caller's rank in the queue (0: the head).
 -- Every check comes first, so an error leaves every key untouched:
--- WRONGTYPE for a key of another type, BADCOUNTER for a counter that is not
--- a decimal in [0, 2^63-2] (INCR would fail or overflow after the SET).
+-- WRONGTYPE for a key of another type (or a hash without rl-owner),
+-- BADCOUNTER for a counter that is not a decimal in [0, 2^63-2] (INCR would
+-- fail or overflow after the SET).
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
   return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
