@@ -68,6 +68,7 @@ type lease struct {
 	fenceArg            string        // "1" fenced, "0" not
 	hold                string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
 	meta                string        // the re-entrant form: the holder's metadata
+	tag                 string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 
 	// The waiting order (queue.go), fixed by enqueue.
 	mode                    string // queueWait, queueTry or queueBarge

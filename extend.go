@@ -105,7 +105,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 		until = time.Time{}
 	}
 	l.mu.Unlock()
-	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Fence: l.fence,
+	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence,
 		Start: start, End: now, Until: until, Auto: auto, Err: err})
 	return certain, err
 }

@@ -144,7 +144,7 @@ func (l *Lock) end(err error, gen int) bool {
 	if err != ErrReleased {
 		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
 		now := l.c.clock.Now()
-		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
+		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
 	}
 	for _, cancel := range contexts {
 		cancel(err)

@@ -150,8 +150,9 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 	ls.token, ls.prefix = h.token, h.token+"."
 	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
 	add := "0"
+	ls.tag = newToken()
 	if h.reentrant {
-		ls.hold, add = newToken(), "1"
+		ls.hold, add = ls.tag, "1"
 	}
 	cl := &call{leaveTurn: func() {}}
 	start := c.clock.Now()
@@ -173,7 +174,7 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	until := start.Add(v)
-	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Fence: h.fence, Start: start, End: now, Attempts: 1}
+	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1}
 	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) {
 		cl.win()
 		l := newLock(c, ls, h.fence, until, cl)

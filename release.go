@@ -53,7 +53,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	err := errors.Join(errs...)
-	c.observe(Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
+	c.observe(Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -128,5 +129,41 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 			}
 			assertNoLockKey(t, nodes(3), key)
 		})
+	}
+}
+
+// TestReentrantEventsTellHoldsApart: the locks that share a token (the
+// outer one, a nested one, a resumed one) report events with a Hold of
+// their own, so that an observer can time each.
+func TestReentrantEventsTellHoldsApart(t *testing.T) {
+	var mu sync.Mutex
+	holds := map[EventKind][]string{}
+	c := newTestClient(t, nodes(1), &Options{NodeTimeout: time.Second, Observe: func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		holds[e.Kind] = append(holds[e.Kind], e.Hold)
+	}})
+	outer := reentrant(t, c, "reentrant-events", time.Second, "")
+	inner, err := outer.Reenter(t.Context(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := c.Resume(t.Context(), outer.Handle(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*Lock{resumed, inner, outer} {
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	acq, rel := holds[EventAcquire], holds[EventRelease]
+	if len(acq) != 3 || acq[0] != "" || acq[1] == "" || acq[2] == "" || acq[1] == acq[2] {
+		t.Errorf("acquire events' Hold = %q; want \"\" for Acquire's lock and two distinct ids", acq)
+	}
+	if len(rel) != 3 || len(acq) == 3 && (rel[0] != acq[2] || rel[1] != acq[1] || rel[2] != "") {
+		t.Errorf("release events' Hold = %q; want each lock's own (acquired as %q)", rel, acq)
 	}
 }
