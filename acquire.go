@@ -39,6 +39,21 @@ type AcquireOptions struct {
 	// ([NoRetry]) then takes a free lock only when nobody is waiting.
 	// Barging calls neither queue nor honour the queue.
 	Barging bool
+
+	// Reentrant takes the lock in its re-entrant form: a hash per lock
+	// that counts holds, so that [Lock.Reenter] (in this process) and
+	// [Client.Resume] (in another) can take it again under the same token
+	// and fence, and the nodes free it only when every hold is released.
+	// Costs one hash instead of a string on each node; without it the lock
+	// is the plain SET NX PX key. The two forms exclude each other: a
+	// plain Acquire finds a re-entrant lock held, and the other way round.
+	Reentrant bool
+
+	// Metadata is a short text stored with the lock for whoever inspects
+	// it ([Client.Inspect], redlock status): a host, a pid, a job id. At
+	// most [MaxMetadataLen] bytes of UTF-8. It is kept in the re-entrant
+	// form's hash, so setting it makes the lock re-entrant too.
+	Metadata string
 }
 
 // lease is what one Acquire call fixes once, and every later step of its
@@ -51,6 +66,9 @@ type lease struct {
 	ttlArg              string        // ttl in whole ms, as the scripts take it
 	timeout             time.Duration // per-node timeout under ttl
 	fenceArg            string        // "1" fenced, "0" not
+	hold                string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
+	meta                string        // the re-entrant form: the holder's metadata
+	tag                 string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 
 	// The waiting order (queue.go), fixed by enqueue.
 	mode                    string // queueWait, queueTry or queueBarge
@@ -131,11 +149,17 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if opts != nil {
 		o = *opts
 	}
+	if err := checkMetadata(o.Metadata); err != nil {
+		return nil, err
+	}
 	if o.Retry == nil {
 		o.Retry = DefaultRetry()
 	}
 	start := c.clock.Now()
 	ls := c.newLease(name, ttl, !o.NoFence)
+	if o.Reentrant || o.Metadata != "" {
+		ls.hold, ls.meta = ls.token, o.Metadata
+	}
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock (the policy allows no retry): a try-lock makes its

@@ -12,6 +12,13 @@
 --         and a refused caller is not queued; anything else: no queue (barge)
 -- ARGV[5] the call's queue entry "<token>:<client>"; ARGV[6] its priority, a decimal
 -- the client fixed for the call; ARGV[7] how long the entry lives, in ms
+-- The re-entrant form (reentry.go), when ARGV[8] is given: the key is a hash
+-- (fields rl-owner, rl-fence, rl-ttl, rl-meta and one "h:<hold id>" per
+-- hold) instead of a string. ARGV[4] to ARGV[7] are then always given
+-- (ARGV[4] "barge" to ignore the queue); ARGV[8] the holder's metadata. The call's own hold is
+-- "h:<token>", holding the number of the attempt that wrote it, so that
+-- attempts compare as string values do. A key of the other form is another
+-- owner's: held, never an error, never taken over.
 -- Returns {1, fence} when the key now holds this attempt's value, with fence
 -- the counter as a decimal string (exact past 2^53; "0" without fencing);
 -- {0, pttl} when someone else holds the key (or a later attempt of the same
@@ -19,12 +26,14 @@
 -- the key is free but another waiter comes first; in "wait" mode a third
 -- element gives the caller's rank in the queue (0: the head).
 -- Every check comes first, so an error leaves every key untouched:
--- WRONGTYPE for a key of another type, BADCOUNTER for a counter that is not
--- a decimal in [0, 2^63-2] (INCR would fail or overflow after the SET).
+-- WRONGTYPE for a key of another type (or a hash without rl-owner),
+-- BADCOUNTER for a counter that is not a decimal in [0, 2^63-2] (INCR would
+-- fail or overflow after the SET).
 local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'none' and t ~= 'string' then
+if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
   return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
 end
+local hashed = ARGV[8] ~= nil
 local mode = ARGV[4]
 local queued = mode == 'wait' or mode == 'try'
 if queued then
@@ -85,6 +94,42 @@ local function refuse(pttl)
   return {0, pttl, redis.call('ZRANK', KEYS[3], ARGV[5])}
 end
 local v = ARGV[1]
+if hashed or t == 'hash' then
+  -- The re-entrant form, or a plain acquire that meets it (not ours).
+  if not hashed or t == 'string' then
+    return refuse(redis.call('PTTL', KEYS[1]))
+  end
+  local dot = string.find(v, '.', 1, true)
+  local token, mine = string.sub(v, 1, dot - 1), tonumber(string.sub(v, dot + 1))
+  local hold = 'h:' .. token
+  local ttl = ARGV[2]
+  if t == 'none' then
+    if queued then
+      local h = head()
+      if h and h ~= ARGV[5] then
+        return refuse(0)
+      end
+    end
+    redis.call('HSET', KEYS[1], 'rl-owner', token, 'rl-fence', '0', 'rl-ttl', ttl, 'rl-meta', ARGV[8], hold, mine)
+  else
+    -- Ours only from an earlier attempt of the same call, as for a string.
+    local theirs = redis.call('HGET', KEYS[1], 'rl-owner') == token and tonumber(redis.call('HGET', KEYS[1], hold))
+    if not (theirs and mine and theirs <= mine) then
+      return refuse(redis.call('PTTL', KEYS[1]))
+    end
+    redis.call('HSET', KEYS[1], hold, mine)
+    ttl = math.max(tonumber(ttl), tonumber(redis.call('HGET', KEYS[1], 'rl-ttl')) or 0)
+    redis.call('HSET', KEYS[1], 'rl-ttl', ttl)
+  end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  if ARGV[3] == '1' then
+    redis.call('INCR', KEYS[2])
+    local f = redis.call('GET', KEYS[2])
+    redis.call('HSET', KEYS[1], 'rl-fence', f)
+    return {1, f}
+  end
+  return {1, '0'}
+end
 local cur = redis.call('GET', KEYS[1])
 if cur == false then
   if queued then

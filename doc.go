@@ -73,6 +73,22 @@
 // holder's lower fence is rejected: that keeps a store correct even when
 // the lock's own assumptions break. Fence 0 (fencing off) is refused.
 //
+// # Re-entry, resume, inspection
+//
+// A lock taken with [AcquireOptions].Reentrant is kept on each node as one
+// hash (one TTL, no other key) holding the owner's token, the holder's
+// metadata, the longest TTL asked for, and one field per hold. [Lock.Reenter]
+// adds a hold in this process and [Client.Resume] in another (from
+// [Lock.Handle]); each hold is released on its own, and the nodes free the
+// lock with its last hold. Holds are a set, not a counter: a node that
+// missed a hold has nothing to remove, so the quorum that granted a hold
+// keeps the key until that hold is released or the TTL ends. Re-entry and
+// resume keep the fence; a resumed lock's deadline counts from its own
+// round with the nodes. A plain lock (the default, a string) and a
+// re-entrant one on the same name exclude each other. [Client.Inspect]
+// reads a lock on every node, [Client.ForceRelease] breaks it (dangerous),
+// and [Client.Do] runs a function under it.
+//
 // # Where the safety ends
 //
 // Mutual exclusion holds only while the assumptions of Redlock hold:

@@ -57,7 +57,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	}
 	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
 		func(ctx context.Context, i int) (int64, error) {
-			return extendScript.Run(ctx, c.nodes[i].client, []string{l.ls.key}, l.ls.prefix, ttlArg).Int64()
+			return l.ls.extendOn(ctx, c.nodes[i].client, ttlArg)
 		},
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		nil)
@@ -105,7 +105,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 		until = time.Time{}
 	}
 	l.mu.Unlock()
-	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Fence: l.fence,
+	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence,
 		Start: start, End: now, Until: until, Auto: auto, Err: err})
 	return certain, err
 }

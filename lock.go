@@ -48,7 +48,9 @@ func (l *Lock) Name() string { return l.ls.name }
 
 // Token returns the random token that proves ownership on the nodes. Each
 // attempt of the Acquire call wrote "<token>.<attempt>" to the lock key;
-// extend and release match any value that starts with "<token>.".
+// extend and release match any value that starts with "<token>.". (A
+// re-entrant lock keeps the token in its hash; its nested and resumed locks
+// share it.)
 func (l *Lock) Token() string { return l.ls.token }
 
 // Fence returns the fencing token of this acquisition: larger than that of
@@ -142,7 +144,7 @@ func (l *Lock) end(err error, gen int) bool {
 	if err != ErrReleased {
 		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
 		now := l.c.clock.Now()
-		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
+		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
 	}
 	for _, cancel := range contexts {
 		cancel(err)

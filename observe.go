@@ -43,6 +43,7 @@ type Event struct {
 	Kind     EventKind
 	Name     string    // lock name
 	Token    string    // the lock's token (empty for a failed Acquire)
+	Hold     string    // tells apart locks that share Token ([Lock.Reenter], [Client.Resume]): random for each such lock, "" for one made by Acquire
 	Fence    uint64    // the lock's fence, 0 without fencing
 	Start    time.Time // when the operation began (monotonic)
 	End      time.Time // when it ended; for EventLost, when the loss was noticed

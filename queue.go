@@ -91,7 +91,11 @@ func (ls *lease) acquireArgv(value string) []any {
 	if rest == nil { // a lease made without enqueue barges
 		rest = []any{ls.ttlArg, ls.fenceArg}
 	}
-	return append([]any{value}, rest...)
+	argv := append([]any{value}, rest...)
+	if ls.hold != "" {
+		argv = ls.reentrantArgv(argv)
+	}
+	return argv
 }
 
 // queued notes, after a failed attempt, whether a quorum of the nodes put

@@ -53,7 +53,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	err := errors.Join(errs...)
-	c.observe(Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
+	c.observe(Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
 	return err
 }
 
@@ -63,7 +63,7 @@ func (l *Lock) Release(ctx context.Context) error {
 func (c *Client) releaseScriptCall(ls *lease) func(ctx context.Context, i int) (int64, error) {
 	channel := c.releaseChannel(ls.key)
 	return func(ctx context.Context, i int) (int64, error) {
-		return releaseScript.Run(ctx, c.nodes[i].client, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.prefix, channel).Int64()
+		return ls.releaseOn(ctx, c.nodes[i].client, channel)
 	}
 }
 
@@ -163,7 +163,7 @@ func (c *Client) cleanup(ctx context.Context, ls *lease, value string, which []i
 			if !set[i] {
 				return 0, nil
 			}
-			return cleanupScript.Run(ctx, c.nodes[i].client, []string{ls.key}, value).Int64()
+			return ls.cleanupOn(ctx, c.nodes[i].client, value)
 		},
 		func(int64, error) bool { return true }, nil)
 	if c.opts.Logger == nil {

@@ -65,7 +65,7 @@ type Observer struct {
 	untracked       metric.Int64Counter
 
 	mu   sync.Mutex      // protects held
-	held map[string]hold // the acquired locks being timed, by token (kept in memory only, until release or loss)
+	held map[string]hold // the acquired locks being timed, by holdKey (kept in memory only, until release or loss)
 }
 
 // hold is an acquired lock being timed, until its release or loss.
@@ -204,7 +204,7 @@ func (o *Observer) acquired(e redlock.Event) {
 	}
 	_, hs := o.tracer.Start(trace.ContextWithSpan(ctx, s), "redlock.hold", trace.WithTimestamp(e.End),
 		trace.WithAttributes(o.spanAttrs(e)...))
-	o.held[e.Token] = hold{start: e.End, span: hs}
+	o.held[holdKey(e)] = hold{start: e.End, span: hs}
 }
 
 // acquireOutcome classifies an Acquire's error. The caller's context comes
@@ -230,7 +230,7 @@ func (o *Observer) extended(e redlock.Event) {
 		return // the watchdog's routine rounds: counted, not traced
 	}
 	o.mu.Lock()
-	h, ok := o.held[e.Token]
+	h, ok := o.held[holdKey(e)]
 	o.mu.Unlock()
 	if e.Auto && ok {
 		h.span.AddEvent("redlock.extend.failed", trace.WithTimestamp(e.End), trace.WithAttributes(
@@ -263,7 +263,7 @@ func (o *Observer) released(e redlock.Event) {
 		outcome = outcomeError
 	}
 	o.releases.Add(context.Background(), 1, o.metricAttrs(e, outcome))
-	h, ok := o.take(e.Token)
+	h, ok := o.take(holdKey(e))
 	o.span(h.span, "redlock.release", e, keyOutcome.String(outcome))
 	if ok {
 		o.endHold(e, h, outcomeReleased)
@@ -272,7 +272,7 @@ func (o *Observer) released(e redlock.Event) {
 
 func (o *Observer) lost(e redlock.Event) {
 	o.losses.Add(context.Background(), 1, o.metricAttrs(e, outcomeLost))
-	h, ok := o.take(e.Token)
+	h, ok := o.take(holdKey(e))
 	if !ok {
 		return
 	}
@@ -288,13 +288,18 @@ func (o *Observer) lost(e redlock.Event) {
 	o.endHold(e, h, outcomeLost)
 }
 
-// take removes and returns the timed hold of token, if any.
-func (o *Observer) take(token string) (hold, bool) {
+// holdKey names the lock of e among those being timed: its token, and its
+// hold, since the locks of one re-entrant lock (Reenter, Resume) share the
+// token.
+func holdKey(e redlock.Event) string { return e.Token + "/" + e.Hold }
+
+// take removes and returns the timed hold of key, if any.
+func (o *Observer) take(key string) (hold, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h, ok := o.held[token]
+	h, ok := o.held[key]
 	if ok {
-		delete(o.held, token)
+		delete(o.held, key)
 	}
 	return h, ok
 }

@@ -31,6 +31,7 @@ const mainUsage = `usage: redlock COMMAND [flags] [ARGS]
 commands:
   run     [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
   status  [flags] NAME                        show lock NAME on every node
+  break   --yes [flags] NAME                  delete lock NAME on every node (dangerous)
   demo    [flags]                             workers, faults and fencing on 5 local nodes
   help    [COMMAND]                           show help for COMMAND
 
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "break":
+		return breakCmd(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status or demo (see 'redlock help')\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status, break or demo (see 'redlock help')\n", args[0])
 		return exitUsage
 	}
 }
@@ -98,10 +101,12 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		fs, _ = runFlags(io.Discard)
 	case "status":
 		fs, _ = statusFlags(io.Discard)
+	case "break":
+		fs, _ = breakFlags(io.Discard)
 	case "demo":
 		fs, _ = demoFlags(io.Discard)
 	default:
-		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status' or 'demo'\n", args[0])
+		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status', 'break' or 'demo'\n", args[0])
 		return exitUsage
 	}
 	fs.SetOutput(stdout)

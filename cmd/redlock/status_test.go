@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 func TestStatus(t *testing.T) {
@@ -103,5 +106,77 @@ func TestStatusGroupsAttemptsOfOneCall(t *testing.T) {
 	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(), name)
 	if !strings.Contains(stdout, "held by quorum: yes (token tokenABC…, 3/3 nodes") {
 		t.Errorf("status:\n%s\nwant one owner on 3/3 nodes whatever the attempt", stdout)
+	}
+}
+
+// statusJSONOf runs status --json on name and decodes its output.
+func statusJSONOf(t *testing.T, name string, extra ...string) (int, statusJSON) {
+	t.Helper()
+	args := append([]string{"status", "--json", "--nodes", nodesFlag()}, extra...)
+	code, stdout, stderr := runCLI(t, append(args, name)...)
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("status --json = %d, output %q (stderr %q): not JSON: %v", code, stdout, stderr, err)
+	}
+	return code, st
+}
+
+func TestStatusJSONHeldFreePartly(t *testing.T) {
+	name := lockName(t)
+	c, err := redlock.New(cluster.Clients(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Acquire(context.Background(), name, time.Minute, &redlock.AcquireOptions{Reentrant: true, Metadata: "host-a:42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	if _, err := l.Reenter(context.Background(), time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Reenter returns at a quorum; the last node's hold may land a moment later.
+	code, st := statusJSONOf(t, name)
+	for deadline := time.Now().Add(2 * time.Second); st.Nodes[0].Holds+st.Nodes[1].Holds+st.Nodes[2].Holds != 6 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		code, st = statusJSONOf(t, name)
+	}
+	if code != exitOK || st.State != "held" || st.Holder != l.Token() || st.HeldOn != 3 || st.Quorum != 2 || len(st.Nodes) != 3 {
+		t.Errorf("status --json of a held lock = %d, %+v; want 0, held by %q on 3", code, st, l.Token())
+	}
+	for i, n := range st.Nodes {
+		if !n.Reachable || !n.Held || n.Token != l.Token() || !n.Reentrant || n.Metadata != "host-a:42" || n.Holds != 2 ||
+			n.TTLms <= 0 || n.TTLms > 60000 || n.Fence < l.Fence() {
+			t.Errorf("node %d: %+v; want held by the full token with its metadata, 2 holds, TTL and fence", i, n)
+		}
+	}
+	// Text output shows the holds and the metadata.
+	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(), name)
+	if !strings.Contains(stdout, "HOLDS") || !strings.Contains(stdout, `"host-a:42"`) {
+		t.Errorf("status of a re-entrant lock:\n%s\nwant its holds and metadata", stdout)
+	}
+
+	deleteLockKeys(t, name, 2) // a minority holds it
+	code, st = statusJSONOf(t, name)
+	if code != exitFree || st.State != "free" || st.HeldOn != 1 || st.Holder != l.Token() || st.Nodes[0].Held || !st.Nodes[2].Held {
+		t.Errorf("status --json of a lock on 1 of 3 nodes = %d, %+v; want %d, free, the minority holder on node 2", code, st, exitFree)
+	}
+	deleteLockKeys(t, name, 3)
+	code, st = statusJSONOf(t, name)
+	if code != exitFree || st.State != "free" || st.HeldOn != 0 || st.Holder != "" {
+		t.Errorf("status --json of a free lock = %d, %+v; want %d and free", code, st, exitFree)
+	}
+}
+
+func TestStatusJSONUnknown(t *testing.T) {
+	name := lockName(t)
+	nodes := "redis://127.0.0.1:1,redis://127.0.0.1:2," + "redis://" + cluster.Addr(0)
+	code, stdout, stderr := runCLI(t, "status", "--json", "--nodes", nodes, name)
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitUnavailable || st.State != "unknown" ||
+		st.Nodes[0].Reachable || st.Nodes[0].Error == "" || !st.Nodes[2].Reachable {
+		t.Errorf("status --json with 2 of 3 unreachable = %d, %s (%v), stderr %q; want %d, unknown, nodes 0 and 1 unreachable",
+			code, stdout, err, stderr, exitUnavailable)
 	}
 }

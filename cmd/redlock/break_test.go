@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+func TestBreakNeedsYes(t *testing.T) {
+	name := lockName(t)
+	holdLock(t, name, time.Minute)
+	t.Setenv("REDLOCK_YES", "true") // left over in a shell: must not count
+	code, stdout, stderr := runCLI(t, "break", "--nodes", nodesFlag(), name)
+	if code != exitUsage || !strings.Contains(stderr, "without --yes") || stdout != "" {
+		t.Errorf("break without --yes = %d, %q, %q; want %d and a message asking for --yes", code, stdout, stderr, exitUsage)
+	}
+	if n := lockKeyCount(t, name); n != 3 {
+		t.Errorf("%d nodes hold the lock after break without --yes; want 3 (untouched)", n)
+	}
+}
+
+func TestBreak(t *testing.T) {
+	name := lockName(t)
+	l := holdLock(t, name, time.Minute)
+	code, stdout, stderr := runCLI(t, "break", "--yes", "--nodes", nodesFlag(), name)
+	if code != exitOK || strings.Count(stdout, "lock of token "+l.Token()) != 3 || !strings.Contains(stdout, "deleted on 3 of 3 nodes") {
+		t.Errorf("break --yes = %d:\n%s%s\nwant 0, the full token deleted on 3 nodes", code, stdout, stderr)
+	}
+	if n := lockKeyCount(t, name); n != 0 {
+		t.Errorf("%d nodes still hold the lock after break", n)
+	}
+	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, redlock.ErrLost) {
+		t.Errorf("the broken holder's Extend = %v; want ErrLost", err)
+	}
+	code, stdout, _ = runCLI(t, "break", "--yes", "--nodes", nodesFlag(), name)
+	if code != exitOK || strings.Count(stdout, "nothing (free)") != 3 {
+		t.Errorf("break of a free lock = %d:\n%s\nwant 0, nothing deleted", code, stdout)
+	}
+	// A node down: its key stays, and break says so.
+	holdLock(t, name, time.Minute)
+	code, stdout, stderr = runCLI(t, "break", "--yes", "--nodes", nodesFlag()+",redis://127.0.0.1:1", name)
+	if code != exitFailure || !strings.Contains(stdout, "failed:") || !strings.Contains(stderr, "some nodes failed") {
+		t.Errorf("break with a node down = %d:\n%s%s\nwant %d naming the failed node", code, stdout, stderr, exitFailure)
+	}
+}
+
+func TestBreakHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "help", "break")
+	if code != exitOK || !strings.Contains(stdout, "usage: redlock break --yes") || !strings.Contains(stdout, "dangerous") {
+		t.Errorf("help break = %d:\n%s\nwant the usage, saying it is dangerous", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "help")
+	if code != exitOK || !strings.Contains(stdout, "break   --yes [flags] NAME") {
+		t.Errorf("help = %d:\n%s\nwant break in the command list", code, stdout)
+	}
+}

@@ -1,0 +1,34 @@
+-- Break a lock on one node whatever its owner (Client.ForceRelease): delete
+-- the lock key if it is a lock (a string, or a hash with an owner), never the
+-- fence counter, and announce the release to the queue's head as
+-- release.lua does, so the next waiter goes at once. The queue stays: its
+-- waiters are alive and keep their order.
+-- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries; ARGV[1] the
+-- release channel.
+-- Returns {kind, holder} of what was deleted: kind "none" when there was no
+-- lock ("plain" or "reentrant" otherwise).
+local t = redis.call('TYPE', KEYS[1])['ok']
+local kind, holder = 'none', ''
+if t == 'string' then
+  local v = redis.call('GET', KEYS[1])
+  local dot = string.find(v, '.', 1, true)
+  kind, holder = 'plain', dot and string.sub(v, 1, dot - 1) or v
+elseif t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 1 then
+  kind, holder = 'reentrant', redis.call('HGET', KEYS[1], 'rl-owner')
+elseif t ~= 'none' then
+  return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock: left as it is')
+end
+if kind == 'none' then
+  return {kind, holder}
+end
+redis.call('DEL', KEYS[1])
+local head, channel = '', ARGV[1]
+if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
+  head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
+  local sep = string.find(head, ':', 1, true)
+  if sep then
+    channel = channel .. ':' .. string.sub(head, sep + 1)
+  end
+end
+redis.call('PUBLISH', channel, head)
+return {kind, holder}

@@ -1,0 +1,128 @@
+package redlock
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Handle identifies a held lock so that another process can resume it: the
+// lock's name, its token (the proof of ownership), its fence and whether it
+// is re-entrant. It carries no deadline: whoever resumes it computes its own
+// from its own round with the nodes, never trusting the sender's clock.
+//
+// Send it as text (MarshalText, or JSON, which uses it) and read it back with
+// [ParseHandle]. The text holds the token: whoever has it can extend and
+// release the lock, so pass it as you would a password. String leaves the
+// token out. The zero Handle is invalid.
+type Handle struct {
+	name      string
+	token     string
+	fence     uint64
+	reentrant bool
+}
+
+// handleVersion starts every handle's text form.
+const handleVersion = "rlh1"
+
+// Handle returns the lock's handle, for [Client.Resume] in another process.
+func (l *Lock) Handle() Handle {
+	return Handle{name: l.ls.name, token: l.ls.token, fence: l.fence, reentrant: l.ls.hold != ""}
+}
+
+// Name returns the name of the handle's lock.
+func (h Handle) Name() string { return h.name }
+
+// Fence returns the fence of the handle's lock (0: fencing off).
+func (h Handle) Fence() uint64 { return h.fence }
+
+// Reentrant reports whether the handle's lock is re-entrant: then
+// [Client.Resume] adds a hold of its own, else it shares the lock's one
+// lease.
+func (h Handle) Reentrant() bool { return h.reentrant }
+
+// String describes the handle without its token.
+func (h Handle) String() string {
+	return fmt.Sprintf("redlock.Handle{name %q, fence %d, reentrant %v}", h.name, h.fence, h.reentrant)
+}
+
+// MarshalText returns the handle as one line of URL-safe text:
+// "rlh1.<r|p>.<fence>.<token>.<name in base64>".
+func (h Handle) MarshalText() ([]byte, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	kind := "p"
+	if h.reentrant {
+		kind = "r"
+	}
+	return []byte(strings.Join([]string{handleVersion, kind, strconv.FormatUint(h.fence, 10), h.token,
+		base64.RawURLEncoding.EncodeToString([]byte(h.name))}, ".")), nil
+}
+
+// UnmarshalText reads a handle written by MarshalText.
+func (h *Handle) UnmarshalText(b []byte) error {
+	p, err := ParseHandle(string(b))
+	if err != nil {
+		return err
+	}
+	*h = p
+	return nil
+}
+
+// ParseHandle reads a handle written by [Handle.MarshalText].
+func ParseHandle(s string) (Handle, error) {
+	bad := func(why string) (Handle, error) {
+		return Handle{}, fmt.Errorf("redlock: not a lock handle (%s): pass the text of Lock.Handle().MarshalText unchanged", why)
+	}
+	f := strings.Split(s, ".")
+	if len(f) != 5 || f[0] != handleVersion {
+		return bad("want 5 dot-separated parts starting " + handleVersion)
+	}
+	if f[1] != "r" && f[1] != "p" {
+		return bad("kind " + strconv.Quote(f[1]))
+	}
+	fence, err := strconv.ParseUint(f[2], 10, 64)
+	if err != nil {
+		return bad("fence " + strconv.Quote(f[2]))
+	}
+	name, err := base64.RawURLEncoding.DecodeString(f[4])
+	if err != nil {
+		return bad("name is not base64")
+	}
+	h := Handle{name: string(name), token: f[3], fence: fence, reentrant: f[1] == "r"}
+	if err := h.check(); err != nil {
+		return Handle{}, err
+	}
+	return h, nil
+}
+
+// check says what is wrong with h, if anything.
+func (h Handle) check() error {
+	if h.token == "" || strings.ContainsAny(h.token, ".:") {
+		return errors.New("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
+	}
+	return checkName(h.name)
+}
+
+// Resume makes a lock from a handle another process (or Client) sent, after
+// checking with the nodes that the lock is still held under the handle's
+// token. For a re-entrant lock it adds a hold of its own, as
+// [Lock.Reenter] does: releasing it releases that hold only, and the nodes
+// keep the lock while any hold is left. For a plain lock it shares the
+// sender's one lease: an extend round resets the TTL to ttl, and releasing
+// either lock deletes the key for both.
+//
+// The returned lock has the handle's name, token and fence; its local
+// deadline counts from the start of Resume's own round (ttl less the time
+// it took and the drift allowance), whatever the sender's deadline was.
+// Resume fails with an error matching [ErrNotAcquired] when fewer than a
+// quorum of the nodes hold the handle's token (a forged or stale handle, a
+// lock that expired); it then leaves nothing behind.
+func (c *Client) Resume(ctx context.Context, h Handle, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
+	return c.join(ctx, "resume", h, ttl, opts)
+}

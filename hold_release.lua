@@ -1,0 +1,59 @@
+-- Release one hold of a re-entrant lock on one node (reentry.go); the key
+-- goes only with its last hold.
+-- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries (queue.go);
+-- ARGV[1] the owner's token; ARGV[2] the hold id; ARGV[3] the channel to
+-- announce a deleted key on; ARGV[4] "" for a release, or the number of one
+-- failed attempt to clean up: the hold goes only if that attempt wrote it,
+-- and nobody is woken (nobody waits for such a key), as cleanup.lua does.
+-- A release announces a deleted key to the queue's head as release.lua does,
+-- and takes the owner's entry out of the queue.
+-- Returns 1 when the key was deleted, 2 when the hold was removed and others
+-- keep the key, 0 when the node has no such hold (or the key is a plain lock,
+-- or another owner's).
+local hold = 'h:' .. ARGV[2]
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HGET', KEYS[1], 'rl-owner') ~= ARGV[1] then
+  return 0
+end
+local cur = redis.call('HGET', KEYS[1], hold)
+if cur == false or (ARGV[4] ~= '' and cur ~= ARGV[4]) then
+  return 0
+end
+redis.call('HDEL', KEYS[1], hold)
+-- Fields rl-owner, rl-fence, rl-ttl and rl-meta, and one per hold.
+if redis.call('HLEN', KEYS[1]) > 4 then
+  return 2
+end
+redis.call('DEL', KEYS[1])
+if ARGV[4] ~= '' then
+  return 1
+end
+local q, qt = KEYS[2], KEYS[3]
+local head, channel = '', ARGV[3]
+if redis.call('TYPE', q)['ok'] == 'zset' and redis.call('TYPE', qt)['ok'] == 'zset' then
+  local tm = redis.call('TIME')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  repeat
+    local dead = redis.call('ZRANGEBYSCORE', qt, '-inf', now, 'LIMIT', 0, 100)
+    if #dead > 0 then
+      redis.call('ZREM', q, unpack(dead))
+      redis.call('ZREM', qt, unpack(dead))
+    end
+  until #dead < 100
+  -- The owner's own entry, if it is still there, leaves with the key.
+  local cursor = '0'
+  repeat
+    local r = redis.call('ZSCAN', q, cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 100)
+    cursor = r[1]
+    for i = 1, #r[2], 2 do
+      redis.call('ZREM', q, r[2][i])
+      redis.call('ZREM', qt, r[2][i])
+    end
+  until cursor == '0'
+  head = redis.call('ZRANGE', q, 0, 0)[1] or ''
+  local sep = string.find(head, ':', 1, true)
+  if sep then
+    channel = channel .. ':' .. string.sub(head, sep + 1)
+  end
+end
+redis.call('PUBLISH', channel, head)
+return 1
