@@ -55,10 +55,8 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			return extendScript.Run(ctx, c.nodes[i].client, []string{l.ls.key}, l.ls.prefix, ttlArg).Int64()
-		},
+	r := scriptRound(ctx, c, c.quorum, timeout, newRequest(extendScript, []string{l.ls.key}, l.ls.prefix, ttlArg), nil,
+		int64Reply,
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		nil)
 	now := c.clock.Now()
