@@ -22,15 +22,19 @@ type request struct {
 	// queued, if set, is set once the request is queued on every node's
 	// sender.
 	queued *atomic.Bool
+
+	buf [16]any // args, unless longer: one allocation for both
 }
 
 func newRequest(s *redis.Script, keys []string, argv ...any) *request {
-	args := make([]any, 0, 3+len(keys)+len(argv))
+	r := &request{script: s, keys: keys, argv: argv}
+	args := r.buf[:0]
 	args = append(args, "evalsha", scriptHash(s), len(keys))
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	return &request{script: s, keys: keys, argv: argv, args: append(args, argv...)}
+	r.args = append(args, argv...)
+	return r
 }
 
 // cmd returns the request's EVALSHA command for one node.
@@ -144,6 +148,11 @@ type sender struct {
 
 	wake chan struct{} // buffered to 1: wakes the lingering goroutine
 
+	// Used by the goroutine only: the pipeline it reuses (nil until its
+	// first batch), and the batch's commands.
+	p    redis.Pipeliner
+	cmds []redis.Cmder
+
 	mu      sync.Mutex // protects the fields below
 	queue   []*op      // calls waiting to be sent, oldest first
 	running bool       // the goroutine runs (sending or lingering)
@@ -248,11 +257,16 @@ func (s *sender) send(batch []*op) {
 				ctx, d = o.ctx, od
 			}
 		}
-		p := s.pipe.Pipeline()
-		for _, o := range batch {
-			_ = p.Process(ctx, o.cmd)
+		if s.p == nil {
+			s.p = s.pipe.Pipeline() // reusable: Exec empties it
 		}
-		_, _ = p.Exec(ctx)
+		for _, o := range batch {
+			s.cmds = append(s.cmds, o.cmd)
+		}
+		_ = s.p.BatchProcess(ctx, s.cmds...)
+		clear(s.cmds)
+		s.cmds = s.cmds[:0]
+		_, _ = s.p.Exec(ctx)
 	}
 	for _, o := range batch {
 		if isNoScript(o.cmd.Err()) {

@@ -55,11 +55,17 @@ type fan[T any] struct {
 	decided bool
 
 	parse func(*redis.Cmd) (T, error) // reads a node's reply (scriptRound); nil for fanout
+
+	r round[T] // the outcome, filled in by wait (one allocation with the fan)
 }
 
 func newFan[T any](ctx context.Context, g *tracker, n int, perNode time.Duration, late func(reply[T])) *fan[T] {
 	f := &fan[T]{g: g, ch: make(chan reply[T], n), late: late}
-	f.ctx, f.cancel = context.WithTimeout(context.WithoutCancel(ctx), perNode)
+	parent := ctx
+	if ctx.Done() != nil {
+		parent = context.WithoutCancel(ctx)
+	}
+	f.ctx, f.cancel = context.WithTimeout(parent, perNode)
 	f.left.Store(int32(n))
 	return f
 }
@@ -89,7 +95,8 @@ func (f *fan[T]) deliver(rp reply[T], async bool) {
 // wait collects the answers until the round is decided (see fanout) and
 // returns them; answers that come later go to late.
 func (f *fan[T]) wait(ctx context.Context, n, need int, accept func(T, error) bool) *round[T] {
-	r := &round[T]{replies: make([]reply[T], n), answered: make([]bool, n)}
+	r := &f.r
+	r.replies, r.answered = make([]reply[T], n), make([]bool, n)
 	failed, answered := 0, 0
 	for answered < n {
 		if need > 0 && decided(r.ok, failed, n, need) {
