@@ -69,7 +69,7 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 	value := ls.value(attempt)
 	argv := ls.acquireArgv(value)
 	cl.begin(attempt)
-	r := scriptRound(ctx, c, c.quorum, ls.timeout, newRequest(acquireScript, ls.acquireKeys, argv...), nil,
+	r := scriptRound(ctx, c, c.quorum, ls.timeout, newRequest(acquireScript, ls.acquireKeys, argv...).observed(EventAcquire, ls.name), nil,
 		grantReply,
 		func(g grant, err error) bool { return err == nil && g.ok },
 		func(rp reply[grant]) {

@@ -55,7 +55,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := scriptRound(ctx, c, c.quorum, timeout, newRequest(extendScript, []string{l.ls.key}, l.ls.prefix, ttlArg), nil,
+	r := scriptRound(ctx, c, c.quorum, timeout, newRequest(extendScript, []string{l.ls.key}, l.ls.prefix, ttlArg).observed(EventExtend, l.ls.name), nil,
 		int64Reply,
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		nil)

@@ -22,6 +22,10 @@ type request struct {
 	// queued, if set, is set once the request is queued on every node's
 	// sender.
 	queued *atomic.Bool
+	// op and name, if op is set, are what the nodes' answers are reported
+	// as (EventNode), when the Client has an observer.
+	op   EventKind
+	name string
 
 	buf [16]any // args, unless longer: one allocation for both
 }
@@ -34,6 +38,12 @@ func newRequest(s *redis.Script, keys []string, argv ...any) *request {
 		args = append(args, k)
 	}
 	r.args = append(args, argv...)
+	return r
+}
+
+// observed sets what the nodes' answers to r are reported as.
+func (r *request) observed(op EventKind, name string) *request {
+	r.op, r.name = op, name
 	return r
 }
 
@@ -71,6 +81,7 @@ func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.D
 	n := len(c.nodes)
 	f := newFan(ctx, &c.goes, n, perNode, late)
 	f.parse = parse
+	f.obs = c.newRoundObserver(req.op, req.name)
 	var ops []op // one allocation for the round's calls
 	for i := range c.nodes {
 		nd := &c.nodes[i]

@@ -55,6 +55,7 @@ type fan[T any] struct {
 	decided bool
 
 	parse func(*redis.Cmd) (T, error) // reads a node's reply (scriptRound); nil for fanout
+	obs   *roundObserver              // reports each answer; nil when nothing observes
 
 	r round[T] // the outcome, filled in by wait (one allocation with the fan)
 }
@@ -74,6 +75,9 @@ func newFan[T any](ctx context.Context, g *tracker, n int, perNode time.Duration
 // round has been decided. With async set (the caller is a node's sender,
 // which must not wait for late), late runs in a goroutine of its own.
 func (f *fan[T]) deliver(rp reply[T], async bool) {
+	if f.obs != nil {
+		f.obs.answered(rp.node, rp.err)
+	}
 	f.mu.Lock()
 	d := f.decided
 	if !d {

@@ -63,7 +63,7 @@ func (l *Lock) Release(ctx context.Context) error {
 func (c *Client) releaseRequest(ls *lease) *request {
 	r := newRequest(releaseScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.prefix, c.releaseChannel(ls.key))
 	r.queued = &ls.releaseQueued
-	return r
+	return r.observed(EventRelease, ls.name)
 }
 
 func releaseAccepted(_ int64, err error) bool { return err == nil }
