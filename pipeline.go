@@ -93,7 +93,7 @@ func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.D
 				ops = make([]op, n)
 			}
 			o := &ops[i]
-			*o = op{to: f, node: i, req: req, ctx: f.ctx, cmd: req.cmd(f.ctx)}
+			*o = op{to: f, node: i, req: req, ctx: f.ctx, timeout: perNode, cmd: req.cmd(f.ctx)}
 			nd.send.submit(o)
 		default:
 			c.goes.Go(func() {
@@ -117,11 +117,12 @@ func (f *fan[T]) answer(o *op) {
 // op is one call of a round to one node, on its way through the node's
 // sender.
 type op struct {
-	to   interface{ answer(*op) } // the round (a *fan[T])
-	node int
-	req  *request
-	ctx  context.Context // the round's: its deadline is the per-node timeout
-	cmd  *redis.Cmd      // the command; holds the reply once answered
+	to      interface{ answer(*op) } // the round (a *fan[T])
+	node    int
+	req     *request
+	ctx     context.Context // the round's: its deadline is the per-node timeout after the round began
+	timeout time.Duration   // the per-node timeout
+	cmd     *redis.Cmd      // the command; holds the reply once answered
 }
 
 // Optional methods of a node that let its sender pipeline; every go-redis
@@ -256,18 +257,26 @@ func (s *sender) run() {
 // one pipeline. The calls whose script the node did not have cached go
 // again with EVAL.
 func (s *sender) send(batch []*op) {
-	if len(batch) == 1 {
-		_ = s.proc.Process(batch[0].ctx, batch[0].cmd)
-	} else {
-		// The pipeline runs under the latest deadline of its calls, so
-		// that none is cut short by another's.
-		ctx := batch[0].ctx
-		d, _ := ctx.Deadline()
-		for _, o := range batch[1:] {
-			if od, _ := o.ctx.Deadline(); od.After(d) {
-				ctx, d = o.ctx, od
-			}
+	// The batch runs under the latest deadline of its calls, so that none
+	// is cut short by another's. If even that has passed (the calls waited
+	// behind a slow one until their rounds were decided), they still go,
+	// each with one per-node timeout from now: the rounds gave up on these
+	// answers, but a release must still be sent.
+	ctx, last := batch[0].ctx, batch[0]
+	d, _ := ctx.Deadline()
+	for _, o := range batch[1:] {
+		if od, _ := o.ctx.Deadline(); od.After(d) {
+			ctx, d, last = o.ctx, od, o
 		}
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), last.timeout)
+		defer cancel()
+	}
+	if len(batch) == 1 {
+		_ = s.proc.Process(ctx, batch[0].cmd)
+	} else {
 		if s.p == nil {
 			s.p = s.pipe.Pipeline() // reusable: Exec empties it
 		}
@@ -281,7 +290,7 @@ func (s *sender) send(batch []*op) {
 	}
 	for _, o := range batch {
 		if isNoScript(o.cmd.Err()) {
-			o.cmd = o.req.script.Eval(o.ctx, s.node, o.req.keys, o.req.argv...)
+			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
 		}
 	}
 }

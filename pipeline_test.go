@@ -11,14 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// gateHook holds the answer to the first EVALSHA a client sends (after the
-// node ran it) until open is closed, and counts the pipelines the client
-// sends to run scripts.
+// gateHook, when armed, holds the answer to the next EVALSHA a client sends
+// (after the node ran it) until open is closed, and counts the pipelines
+// the client sends to run scripts.
 type gateHook struct {
 	open chan struct{}
 
 	mu        sync.Mutex     // protects the fields below
-	held      bool           // the first command has been held
+	armed     bool           // hold the next EVALSHA's answer
 	pipelines []int          // the number of commands of each pipeline sent
 	shas      map[string]int // script calls sent, by SHA1
 	noScript  int            // pipelined commands the node answered NOSCRIPT
@@ -30,8 +30,8 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.mu.Lock()
 		h.countLocked(cmd)
-		first := !h.held && cmd.Name() == "evalsha"
-		h.held = h.held || first
+		first := h.armed && cmd.Name() == "evalsha"
+		h.armed = h.armed && !first
 		h.mu.Unlock()
 		err := next(ctx, cmd)
 		if first {
@@ -100,10 +100,7 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 			for i := range n {
 				rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
 				t.Cleanup(func() { rc.Close() })
-				hooks[i] = &gateHook{open: make(chan struct{})}
-				if i > 0 {
-					close(hooks[i].open) // only node 0 holds an answer
-				}
+				hooks[i] = &gateHook{open: make(chan struct{}), armed: i == 0} // only node 0 holds an answer
 				rc.AddHook(hooks[i])
 				clients[i] = rc
 			}
@@ -200,5 +197,59 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 				assertNoLockKey(t, clients, key)
 			}
 		})
+	}
+}
+
+// TestSenderSendsCallsPastTheirDeadline: a release that waited behind a
+// slow call on a node until its round had given up on that node is still
+// sent when the node is free, with a round trip of its own: the key goes.
+// On real Redis.
+func TestSenderSendsCallsPastTheirDeadline(t *testing.T) {
+	const n = 3
+	const timeout = 50 * time.Millisecond
+	gate := &gateHook{open: make(chan struct{})}
+	clients := make([]redis.UniversalClient, n)
+	for i := range n {
+		rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
+		t.Cleanup(func() { rc.Close() })
+		if i == 0 {
+			rc.AddHook(gate)
+		}
+		clients[i] = rc
+	}
+	c := newTestClient(t, clients, &Options{NodeTimeout: timeout})
+	ctx := t.Context()
+	try := &AcquireOptions{Retry: NoRetry()}
+	l, err := c.Acquire(ctx, "past-deadline", 10*time.Second, try)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	key, _ := c.Keys("past-deadline")
+	if v := clients[0].Get(ctx, key).Val(); !strings.HasPrefix(v, l.Token()+".") {
+		t.Fatalf("node 0: %s = %q; want our token there before the test", key, v)
+	}
+	// Node 0 holds its answer to another lock's acquire; the release
+	// queues behind it there, and its round ends without node 0.
+	gate.mu.Lock()
+	gate.armed = true
+	gate.mu.Unlock()
+	other, err := c.Acquire(ctx, "past-deadline-other", 10*time.Second, try)
+	if err != nil {
+		t.Fatalf("Acquire(other) = %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release = %v; want success on nodes 1 and 2", err)
+	}
+	time.Sleep(3 * timeout) // past the release round's deadline
+	close(gate.open)
+	deadline := time.Now().Add(10 * time.Second)
+	for clients[0].Exists(ctx, key).Val() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 still has %s 10s after it was free; want the queued release sent", key)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Errorf("Release(other) = %v", err)
 	}
 }
