@@ -78,6 +78,7 @@ type lease struct {
 	acquireKeys             []string    // the acquire script's KEYS
 	acquireArgs             []any       // its ARGV after the attempt's value
 	queueDone               atomic.Bool // the call no longer waits: it won or gave up
+	releaseQueued           atomic.Bool // a release of the call was queued on the nodes' senders (see lateCovered)
 	behind                  bool        // the last attempt found another waiter first on a quorum (queued)
 	headAttempts            int         // failed attempts in a row not behind another waiter (queued)
 	promoted                bool        // the last attempt made the call the head of a free key (queued)

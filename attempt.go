@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // grant is one node's answer to the acquire script.
@@ -43,23 +45,35 @@ func parseGrant(v []any) (grant, error) {
 	return grant{}, fmt.Errorf("unexpected reply %v from the acquire script", v)
 }
 
+// grantReply reads a node's reply to the acquire script.
+func grantReply(cmd *redis.Cmd) (grant, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return grant{}, err
+	}
+	return parseGrant(v)
+}
+
+// lateCovered reports whether a late answer of node to one of ls's
+// acquire calls needs no cleanup, because a release of the call follows
+// that acquire on the node: both went through the node's sender, which
+// sends one node's calls in order, and the release deletes any attempt's
+// value of the call.
+func (c *Client) lateCovered(ls *lease, node int) bool {
+	return c.nodes[node].send != nil && ls.releaseQueued.Load()
+}
+
 // try makes attempt number attempt of the call.
 func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lock, *QuorumError) {
 	start := c.clock.Now()
 	value := ls.value(attempt)
 	argv := ls.acquireArgv(value)
 	cl.begin(attempt)
-	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, ls.timeout,
-		func(ctx context.Context, i int) (grant, error) {
-			v, err := acquireScript.Run(ctx, c.nodes[i].client, ls.acquireKeys, argv...).Slice()
-			if err != nil {
-				return grant{}, err
-			}
-			return parseGrant(v)
-		},
+	r := scriptRound(ctx, c, c.quorum, ls.timeout, newRequest(acquireScript, ls.acquireKeys, argv...).observed(EventAcquire, ls.name), nil,
+		grantReply,
 		func(g grant, err error) bool { return err == nil && g.ok },
 		func(rp reply[grant]) {
-			if (rp.err != nil || rp.val.ok) && cl.lateAnswer(attempt, rp.node) {
+			if (rp.err != nil || rp.val.ok) && cl.lateAnswer(attempt, rp.node) && !c.lateCovered(ls, rp.node) {
 				c.cleanup(ctx, ls, value, []int{rp.node})
 			}
 			if rp.err != nil || !rp.val.ok {

@@ -92,6 +92,7 @@ type node struct {
 	addr   string
 	client redis.Scripter
 	sub    subscriber // nil when the node cannot subscribe
+	send   *sender    // nil when the node cannot pipeline: each call then runs on its own
 }
 
 // New returns a Client over nodes, each an independent Redis master: a
@@ -162,6 +163,9 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 	}
 	c := &Client{nodes: nodes, quorum: len(nodes)/2 + 1, opts: o, clock: realClock{}}
 	c.life, c.stopLife = context.WithCancel(context.Background())
+	for i := range c.nodes {
+		c.nodes[i].send = newSender(c.nodes[i].client, &c.goes, c.life)
+	}
 	c.waker = newWaker(nodes, o.NodeTimeout, o.Logger, &c.goes)
 	return c, nil
 }

@@ -189,7 +189,7 @@ func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused 
 		switch {
 		case !r.answered[i]:
 			err = nodeTimeoutError{after: timeout}
-		case redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
+		case rp.err != nil && redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
 			err = badCounterError{rp.err}
 		case rp.err != nil:
 			err = rp.err

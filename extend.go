@@ -55,10 +55,8 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			return l.ls.extendOn(ctx, c.nodes[i].client, ttlArg)
-		},
+	r := scriptRound(ctx, c, c.quorum, timeout, l.ls.extendRequest(ttlArg).observed(EventExtend, l.ls.name), nil,
+		int64Reply,
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		nil)
 	now := c.clock.Now()

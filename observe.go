@@ -20,6 +20,16 @@ const (
 	// EventLost: the lock was lost, at its deadline or when a majority of
 	// the nodes no longer held it; Err is the cause (matches ErrLost).
 	EventLost
+	// EventNode: one node answered one round trip of an acquire attempt,
+	// an extend or a release (Op says which), in time for the round or
+	// after it was decided. Node and Addr name the node; Start is when the
+	// round sent its calls and End when this answer came, so End-Start is
+	// the latency the round saw (a wait in the node's pipeline included);
+	// Err is the node's failure (a refusal, such as another holder, is
+	// none). A node that never answers gives no event: the round's own
+	// event names it. Reported from the goroutine that received the
+	// answer.
+	EventNode
 )
 
 func (k EventKind) String() string {
@@ -32,6 +42,8 @@ func (k EventKind) String() string {
 		return "release"
 	case EventLost:
 		return "lost"
+	case EventNode:
+		return "node"
 	}
 	return "unknown"
 }
@@ -51,6 +63,13 @@ type Event struct {
 	Attempts int       // EventAcquire: attempts made
 	Auto     bool      // EventExtend: made by the watchdog
 	Err      error     // nil on success
+
+	// EventNode only: the operation (EventAcquire, EventExtend or
+	// EventRelease), and the node's index in the Client's nodes and its
+	// address.
+	Op   EventKind
+	Node int
+	Addr string
 }
 
 // observe reports e if the client has an observer.
@@ -58,4 +77,28 @@ func (c *Client) observe(e Event) {
 	if c.opts.Observe != nil {
 		c.opts.Observe(e)
 	}
+}
+
+// roundObserver reports each node's answer to one round as an EventNode.
+// A round has one only when the Client has an observer: without one,
+// rounds take no time stamps for it.
+type roundObserver struct {
+	c  *Client
+	ev Event // Kind, Op, Name and Start
+}
+
+// newRoundObserver returns the observer of a round of op on lock name
+// starting now, or nil if nothing observes.
+func (c *Client) newRoundObserver(op EventKind, name string) *roundObserver {
+	if c.opts.Observe == nil || op == 0 {
+		return nil
+	}
+	return &roundObserver{c: c, ev: Event{Kind: EventNode, Op: op, Name: name, Start: c.clock.Now()}}
+}
+
+// answered reports node i's answer, err its failure.
+func (o *roundObserver) answered(i int, err error) {
+	e := o.ev
+	e.Node, e.Addr, e.End, e.Err = i, o.c.nodes[i].addr, o.c.clock.Now(), err
+	o.c.opts.Observe(e)
 }

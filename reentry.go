@@ -71,32 +71,32 @@ func (ls *lease) reentrantArgv(argv []any) []any {
 	return append(argv, ls.meta)
 }
 
-// extendOn runs the extend script of ls's form on one node: 1 when the node
-// extended ls's hold, 0 when it holds nothing of ls's.
-func (ls *lease) extendOn(ctx context.Context, n redis.Scripter, ttlArg string) (int64, error) {
+// extendRequest returns the extend request of ls's form: the node answers
+// 1 when it extended ls's hold, 0 when it holds nothing of ls's.
+func (ls *lease) extendRequest(ttlArg string) *request {
 	if ls.hold == "" {
-		return extendScript.Run(ctx, n, []string{ls.key}, ls.prefix, ttlArg).Int64()
+		return newRequest(extendScript, []string{ls.key}, ls.prefix, ttlArg)
 	}
-	return holdExtendScript.Run(ctx, n, []string{ls.key}, ls.token, ls.hold, ttlArg, "0").Int64()
+	return newRequest(holdExtendScript, []string{ls.key}, ls.token, ls.hold, ttlArg, "0")
 }
 
-// releaseOn runs the release script of ls's form on one node.
-func (ls *lease) releaseOn(ctx context.Context, n redis.Scripter, channel string) (int64, error) {
+// releaseRequest returns the release request of ls's form.
+func (ls *lease) releaseRequest(channel string) *request {
 	keys := []string{ls.key, ls.queueKey, ls.queueTimesKey}
 	if ls.hold == "" {
-		return releaseScript.Run(ctx, n, keys, ls.prefix, channel).Int64()
+		return newRequest(releaseScript, keys, ls.prefix, channel)
 	}
-	return holdReleaseScript.Run(ctx, n, keys, ls.token, ls.hold, channel, "").Int64()
+	return newRequest(holdReleaseScript, keys, ls.token, ls.hold, channel, "")
 }
 
-// cleanupOn removes what one failed attempt wrote (value) on one node, if
-// the key still holds exactly that.
-func (ls *lease) cleanupOn(ctx context.Context, n redis.Scripter, value string) (int64, error) {
+// cleanupRequest returns the request that removes what one failed attempt
+// wrote (value) on a node, if the key still holds exactly that.
+func (ls *lease) cleanupRequest(value string) *request {
 	if ls.hold == "" {
-		return cleanupScript.Run(ctx, n, []string{ls.key}, value).Int64()
+		return newRequest(cleanupScript, []string{ls.key}, value)
 	}
 	attempt := strings.TrimPrefix(value, ls.prefix)
-	return holdReleaseScript.Run(ctx, n, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.token, ls.hold, "", attempt).Int64()
+	return newRequest(holdReleaseScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.token, ls.hold, "", attempt)
 }
 
 // ResumeOptions configures [Client.Resume] and [Lock.Reenter]. A nil
@@ -158,13 +158,12 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 	start := c.clock.Now()
 	cl.begin(1)
 	value := ls.prefix + nestedHoldValue // what cleanup matches: the hold's one attempt
-	r := fanout(ctx, &c.goes, len(c.nodes), c.quorum, ls.timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			if ls.hold == "" {
-				return ls.extendOn(ctx, c.nodes[i].client, ls.ttlArg)
-			}
-			return holdExtendScript.Run(ctx, c.nodes[i].client, []string{ls.key}, ls.token, ls.hold, ls.ttlArg, add).Int64()
-		},
+	req := ls.extendRequest(ls.ttlArg)
+	if ls.hold != "" {
+		req = newRequest(holdExtendScript, []string{ls.key}, ls.token, ls.hold, ls.ttlArg, add)
+	}
+	r := scriptRound(ctx, c, c.quorum, ls.timeout, req.observed(EventAcquire, ls.name), nil,
+		int64Reply,
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		func(rp reply[int64]) {
 			if ls.hold != "" && (rp.err != nil || rp.val == 1) && cl.lateAnswer(1, rp.node) {

@@ -57,14 +57,14 @@ func (l *Lock) Release(ctx context.Context) error {
 	return err
 }
 
-// releaseScriptCall returns the fan-out call that deletes ls's key on node
-// i if it holds a value of ls's call (any attempt's), announcing the release
-// to waiters.
-func (c *Client) releaseScriptCall(ls *lease) func(ctx context.Context, i int) (int64, error) {
-	channel := c.releaseChannel(ls.key)
-	return func(ctx context.Context, i int) (int64, error) {
-		return ls.releaseOn(ctx, c.nodes[i].client, channel)
-	}
+// releaseRequest returns the call that deletes ls's key on a node if it
+// holds a value of ls's call (any attempt's) — for a re-entrant lock, the
+// call's hold, and the key with the last hold — announcing the release to
+// waiters.
+func (c *Client) releaseRequest(ls *lease) *request {
+	r := ls.releaseRequest(c.releaseChannel(ls.key))
+	r.queued = &ls.releaseQueued
+	return r.observed(EventRelease, ls.name)
 }
 
 func releaseAccepted(_ int64, err error) bool { return err == nil }
@@ -88,7 +88,7 @@ func (c *Client) releaseQuorum(ctx context.Context, ls *lease, handoff func()) *
 		late = make(chan reply[int64], len(c.nodes)) // one send per node at most: never blocks
 		onLate = func(rp reply[int64]) { late <- rp }
 	}
-	r := fanout(ctx, &c.goes, len(c.nodes), need, c.opts.NodeTimeout, c.releaseScriptCall(ls), releaseAccepted, onLate)
+	r := scriptRound(ctx, c, need, c.opts.NodeTimeout, c.releaseRequest(ls), nil, int64Reply, releaseAccepted, onLate)
 	handoff()
 	var pending []int
 	for i, answered := range r.answered {
@@ -142,7 +142,7 @@ const msgStraggler = "redlock: a node failed to delete a released lock after Rel
 // waits for their TTL. The deletes are sent whatever ctx says; callers that
 // must wait for them even if their ctx has ended pass one without cancel.
 func (c *Client) releaseAll(ctx context.Context, ls *lease) {
-	fanout(ctx, &c.goes, len(c.nodes), 0, c.opts.NodeTimeout, c.releaseScriptCall(ls), releaseAccepted, nil)
+	scriptRound(ctx, c, 0, c.opts.NodeTimeout, c.releaseRequest(ls), nil, int64Reply, releaseAccepted, nil)
 }
 
 // cleanup deletes the key of one failed attempt (its exact value) on the
@@ -158,14 +158,8 @@ func (c *Client) cleanup(ctx context.Context, ls *lease, value string, which []i
 	for _, i := range which {
 		set[i] = true
 	}
-	r := fanout(context.WithoutCancel(ctx), &c.goes, len(c.nodes), 0, ls.timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			if !set[i] {
-				return 0, nil
-			}
-			return ls.cleanupOn(ctx, c.nodes[i].client, value)
-		},
-		func(int64, error) bool { return true }, nil)
+	r := scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, ls.cleanupRequest(value), set,
+		int64Reply, func(int64, error) bool { return true }, nil)
 	if c.opts.Logger == nil {
 		return
 	}

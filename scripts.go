@@ -26,3 +26,21 @@ var (
 	cleanupScript = redis.NewScript(cleanupSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 )
+
+// scriptHashes holds each script's SHA1, boxed once for the commands that
+// carry it (read only after init).
+var scriptHashes = map[*redis.Script]any{}
+
+func init() {
+	for _, s := range []*redis.Script{acquireScript, extendScript, releaseScript, cleanupScript, fenceScript} {
+		scriptHashes[s] = s.Hash()
+	}
+}
+
+// scriptHash returns s's SHA1 as an argument of EVALSHA.
+func scriptHash(s *redis.Script) any {
+	if h, ok := scriptHashes[s]; ok {
+		return h
+	}
+	return s.Hash()
+}

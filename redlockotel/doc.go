@@ -32,6 +32,12 @@
 //	                                               lock was lost before), error (a node failed)
 //	redlock.holds.untracked   counter, {hold}      holds not timed because [WithMaxHeld] locks
 //	                                               were already being timed (outcome: acquired)
+//	redlock.node.duration     histogram, s         one node's answer to one acquire, extend or
+//	                                               release round trip ([redlock.EventNode]), as
+//	                                               the round saw it; attributes redlock.node (its
+//	                                               index), redlock.node.address, redlock.operation
+//	                                               (acquire, extend, release); outcome: ok, error
+//	redlock.node.errors       counter, {error}     those round trips that failed (outcome: error)
 //
 // # Spans
 //
@@ -44,6 +50,8 @@
 // the lock is lost. A failed Acquire's span is the whole trace. Attributes:
 // redlock.lock.name, redlock.attempts, redlock.fence (when fenced),
 // redlock.outcome, redlock.auto, and with [WithOwnerID] redlock.owner_id.
+// Node answers ([redlock.EventNode]) are metrics only: there are several per
+// operation.
 //
 // The [redlock.Event] carries no context, so these spans do not join the
 // caller's trace; they are roots.

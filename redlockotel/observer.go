@@ -63,6 +63,8 @@ type Observer struct {
 	losses          metric.Int64Counter
 	releases        metric.Int64Counter
 	untracked       metric.Int64Counter
+	nodeDuration    metric.Float64Histogram
+	nodeErrors      metric.Int64Counter
 
 	mu   sync.Mutex      // protects held
 	held map[string]hold // the acquired locks being timed, by holdKey (kept in memory only, until release or loss)
@@ -81,7 +83,7 @@ func New(opts ...Option) (*Observer, error) {
 	o := &Observer{cfg: newConfig(opts), held: make(map[string]hold)}
 	o.tracer = o.cfg.tracers.Tracer(ScopeName)
 	m := o.cfg.meters.Meter(ScopeName)
-	var errs [7]error
+	var errs [9]error
 	o.acquireDuration, errs[0] = m.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of Acquire calls, from call to return."),
 		metric.WithExplicitBucketBoundaries(acquireBuckets...))
@@ -99,6 +101,11 @@ func New(opts ...Option) (*Observer, error) {
 		metric.WithDescription("Release calls."))
 	o.untracked, errs[6] = m.Int64Counter("redlock.holds.untracked", metric.WithUnit("{hold}"),
 		metric.WithDescription("Acquired locks not timed because the observer's bound on timed locks was reached."))
+	o.nodeDuration, errs[7] = m.Float64Histogram("redlock.node.duration", metric.WithUnit("s"),
+		metric.WithDescription("Latency of one node's answer to one acquire, extend or release round trip, as the round saw it."),
+		metric.WithExplicitBucketBoundaries(nodeBuckets...))
+	o.nodeErrors, errs[8] = m.Int64Counter("redlock.node.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Round trips to a node that failed (an error, not a refusal)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("redlock: redlockotel: creating instruments (check the meter provider): %w", err)
 	}
@@ -119,6 +126,8 @@ func (o *Observer) Observe(e redlock.Event) {
 		o.released(e)
 	case redlock.EventLost:
 		o.lost(e)
+	case redlock.EventNode:
+		o.nodeAnswered(e)
 	}
 }
 

@@ -1,0 +1,296 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// request is one script call, alike for every node of a round.
+type request struct {
+	script *redis.Script
+	keys   []string
+	argv   []any
+	// args is the EVALSHA command: "evalsha", sha, numkeys, keys...,
+	// argv..., built once per round and shared, read only, by the round's
+	// commands to every node.
+	args []any
+	// queued, if set, is set once the request is queued on every node's
+	// sender.
+	queued *atomic.Bool
+	// op and name, if op is set, are what the nodes' answers are reported
+	// as (EventNode), when the Client has an observer.
+	op   EventKind
+	name string
+
+	buf [16]any // args, unless longer: one allocation for both
+}
+
+func newRequest(s *redis.Script, keys []string, argv ...any) *request {
+	r := &request{script: s, keys: keys, argv: argv}
+	args := r.buf[:0]
+	args = append(args, "evalsha", scriptHash(s), len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	r.args = append(args, argv...)
+	return r
+}
+
+// observed sets what the nodes' answers to r are reported as.
+func (r *request) observed(op EventKind, name string) *request {
+	r.op, r.name = op, name
+	return r
+}
+
+// cmd returns the request's EVALSHA command for one node.
+func (r *request) cmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, r.args...)
+	if len(r.keys) > 0 {
+		cmd.SetFirstKeyPos(3) // where a Cluster client finds the slot
+	}
+	return cmd
+}
+
+// isNoScript reports whether err says the node does not have the script
+// cached (it restarted, or its scripts were flushed): then it is sent
+// again with EVAL, which caches it, as [redis.Script.Run] does.
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// int64Reply reads a script's integer reply.
+func int64Reply(cmd *redis.Cmd) (int64, error) { return cmd.Int64() }
+
+// scriptRound runs req on every node (on the nodes which selects, if which
+// is not nil; the others count as having answered the zero value) and
+// decides as [fanout] does. A node with a sender (every go-redis client)
+// gets the call through it, so that concurrent rounds share one pipelined
+// write to the node; any other node gets it through [redis.Script.Run] in
+// a goroutine of c.goes. parse reads a node's reply. Late answers go to
+// late in a goroutine of c.goes.
+func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.Duration, req *request, which []bool,
+	parse func(*redis.Cmd) (T, error),
+	accept func(T, error) bool,
+	late func(reply[T]),
+) *round[T] {
+	n := len(c.nodes)
+	f := newFan(ctx, &c.goes, n, perNode, late)
+	f.parse = parse
+	f.obs = c.newRoundObserver(req.op, req.name)
+	var ops []op // one allocation for the round's calls
+	for i := range c.nodes {
+		nd := &c.nodes[i]
+		switch {
+		case which != nil && !which[i]:
+			f.deliver(reply[T]{node: i}, false)
+		case nd.send != nil:
+			if ops == nil {
+				ops = make([]op, n)
+			}
+			o := &ops[i]
+			*o = op{to: f, node: i, req: req, ctx: f.ctx, timeout: perNode, cmd: req.cmd(f.ctx)}
+			nd.send.submit(o)
+		default:
+			c.goes.Go(func() {
+				v, err := parse(req.script.Run(f.ctx, nd.client, req.keys, req.argv...))
+				f.deliver(reply[T]{node: i, val: v, err: err}, false)
+			})
+		}
+	}
+	if req.queued != nil {
+		req.queued.Store(true)
+	}
+	return f.wait(ctx, n, need, accept)
+}
+
+// answer reads op's reply and delivers it; called by the node's sender.
+func (f *fan[T]) answer(o *op) {
+	v, err := f.parse(o.cmd)
+	f.deliver(reply[T]{node: o.node, val: v, err: err}, true)
+}
+
+// op is one call of a round to one node, on its way through the node's
+// sender.
+type op struct {
+	to      interface{ answer(*op) } // the round (a *fan[T])
+	node    int
+	req     *request
+	ctx     context.Context // the round's: its deadline is the per-node timeout after the round began
+	timeout time.Duration   // the per-node timeout
+	cmd     *redis.Cmd      // the command; holds the reply once answered
+}
+
+// Optional methods of a node that let its sender pipeline; every go-redis
+// client has both.
+type (
+	processor interface {
+		Process(ctx context.Context, cmd redis.Cmder) error
+	}
+	pipeliner interface {
+		Pipeline() redis.Pipeliner
+	}
+)
+
+// senderLinger is how long a node's sender goroutine waits for more calls
+// once it has none, before it ends: long enough that a busy client reuses
+// one goroutine per node, short enough that an idle one holds none.
+const senderLinger = 20 * time.Millisecond
+
+// sender sends one node's calls. A call that comes while the node has none
+// in flight goes at once, in its own write. Calls that come while some are
+// in flight wait, and go together, in one pipeline (one write, one read),
+// as soon as those have answered: a busy node gets few large writes rather
+// than many small ones, and an idle node gets each call without delay.
+// Calls to one node are sent in the order they came.
+//
+// One goroutine of the Client's tracker does the sending; it lingers for
+// senderLinger after its last call, and ends at once when the Client is
+// closed (calls made after Close start a new one, which does not linger).
+type sender struct {
+	node redis.Scripter // for EVAL after NOSCRIPT
+	proc processor
+	pipe pipeliner
+	goes *tracker
+	life context.Context // ends at Close
+
+	wake chan struct{} // buffered to 1: wakes the lingering goroutine
+
+	// Used by the goroutine only: the pipeline it reuses (nil until its
+	// first batch), and the batch's commands.
+	p    redis.Pipeliner
+	cmds []redis.Cmder
+
+	mu      sync.Mutex // protects the fields below
+	queue   []*op      // calls waiting to be sent, oldest first
+	running bool       // the goroutine runs (sending or lingering)
+	idle    bool       // it lingers, waiting on wake
+}
+
+// newSender returns a sender for n, or nil if n cannot pipeline.
+func newSender(n redis.Scripter, goes *tracker, life context.Context) *sender {
+	proc, ok1 := n.(processor)
+	pipe, ok2 := n.(pipeliner)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
+}
+
+// submit queues o; the sender's goroutine sends it and calls o.to.answer.
+func (s *sender) submit(o *op) {
+	s.mu.Lock()
+	s.queue = append(s.queue, o)
+	switch {
+	case s.idle:
+		s.idle = false
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	case !s.running:
+		s.running = true
+		s.mu.Unlock()
+		s.goes.Go(s.run)
+	default:
+		s.mu.Unlock() // the goroutine takes it after the calls in flight
+	}
+}
+
+// run is the sender's goroutine: it sends what is queued, as one batch,
+// until nothing is, then lingers.
+func (s *sender) run() {
+	var batch []*op
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		batch, s.queue = s.queue, batch[:0]
+		if len(batch) == 0 {
+			if s.life.Err() != nil {
+				s.running = false
+				s.mu.Unlock()
+				return
+			}
+			s.idle = true
+			s.mu.Unlock()
+			if t == nil {
+				t = time.NewTimer(senderLinger)
+			} else {
+				t.Reset(senderLinger)
+			}
+			select {
+			case <-s.wake:
+				continue
+			case <-t.C:
+			case <-s.life.Done():
+			}
+			s.mu.Lock()
+			if len(s.queue) > 0 {
+				s.idle = false
+				s.mu.Unlock()
+				continue
+			}
+			s.idle, s.running = false, false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.send(batch)
+		for i, o := range batch {
+			o.to.answer(o)
+			batch[i] = nil
+		}
+	}
+}
+
+// send sends batch and waits for its replies: one call on its own, more as
+// one pipeline. The calls whose script the node did not have cached go
+// again with EVAL.
+func (s *sender) send(batch []*op) {
+	// The batch runs under the latest deadline of its calls, so that none
+	// is cut short by another's. If even that has passed (the calls waited
+	// behind a slow one until their rounds were decided), they still go,
+	// each with one per-node timeout from now: the rounds gave up on these
+	// answers, but a release must still be sent.
+	ctx, last := batch[0].ctx, batch[0]
+	d, _ := ctx.Deadline()
+	for _, o := range batch[1:] {
+		if od, _ := o.ctx.Deadline(); od.After(d) {
+			ctx, d, last = o.ctx, od, o
+		}
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), last.timeout)
+		defer cancel()
+	}
+	if len(batch) == 1 {
+		_ = s.proc.Process(ctx, batch[0].cmd)
+	} else {
+		if s.p == nil {
+			s.p = s.pipe.Pipeline() // reusable: Exec empties it
+		}
+		for _, o := range batch {
+			s.cmds = append(s.cmds, o.cmd)
+		}
+		_ = s.p.BatchProcess(ctx, s.cmds...)
+		clear(s.cmds)
+		s.cmds = s.cmds[:0]
+		_, _ = s.p.Exec(ctx)
+	}
+	for _, o := range batch {
+		if isNoScript(o.cmd.Err()) {
+			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
+		}
+	}
+}
