@@ -87,6 +87,19 @@ func holdFair(t *testing.T, n int, name string) ([]redis.UniversalClient, *Clien
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Acquire returns at a quorum; the tests need the key on every node
+	// (a waiter that finds a node free is granted there instead of queued),
+	// so let the last grants land.
+	key, _ := holder.Keys(name)
+	deadline := time.Now().Add(5 * time.Second)
+	for i, nd := range ns {
+		for nd.Exists(context.Background(), key).Val() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: the holder's key %s never landed", i, key)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return ns, holder, l
 }
 

@@ -187,15 +187,15 @@ func (c *Client) leaveQueue(ctx context.Context, ls *lease) {
 
 // leaveNodes runs the queue-leave script for the call of ls on the nodes
 // which selects, waiting for them or the per-node timeout even if ctx has
-// ended.
+// ended. It goes through the nodes' senders, behind the call's attempts:
+// an attempt still waiting to be sent when the call gave up reaches the
+// node before the leave, so it cannot put the entry back after it.
 func (c *Client) leaveNodes(ctx context.Context, ls *lease, which func(i int) bool) {
-	channel := c.releaseChannel(ls.key)
-	fanout(context.WithoutCancel(ctx), &c.goes, len(c.nodes), 0, ls.timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			if !which(i) {
-				return 0, nil
-			}
-			return queueLeaveScript.Run(ctx, c.nodes[i].client, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, channel).Int64()
-		},
-		func(int64, error) bool { return true }, nil)
+	sel := make([]bool, len(c.nodes))
+	for i := range sel {
+		sel[i] = which(i)
+	}
+	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, c.releaseChannel(ls.key))
+	scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, req, sel,
+		int64Reply, func(int64, error) bool { return true }, nil)
 }
