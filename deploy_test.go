@@ -262,3 +262,45 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSentinelNodeFailover runs a lock over a Sentinel-managed master and
+// two plain masters, and forces a failover of the first during the lease.
+// The failover counts as that node's amnesia (README, "Where the safety
+// ends"): the lock still holds on the two others, a quorum.
+func TestSentinelNodeFailover(t *testing.T) {
+	s := redlocktest.StartSentinel(t, nil)
+	ns := append([]redis.UniversalClient{s.Client()}, nodes(2)...)
+	holder := newTestClient(t, ns, nil)
+	rival := newTestClient(t, ns, nil)
+	const name = "sentinel-failover"
+	l := acquireFenced(t, holder, name, 20*time.Second)
+
+	newMaster, err := s.Failover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover to %s", newMaster)
+
+	if err := l.Err(); err != nil {
+		t.Fatalf("Err() after the failover = %v; want the lock held", err)
+	}
+	_, err = rival.Acquire(t.Context(), name, 20*time.Second, &AcquireOptions{Retry: NoRetry()})
+	if !errors.Is(err, ErrHeld) {
+		t.Fatalf("rival Acquire after the failover = %v; want ErrHeld (the lock still holds on a quorum)", err)
+	}
+	if err := l.Extend(t.Context(), 20*time.Second); err != nil {
+		t.Errorf("Extend after the failover = %v; want nil", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Errorf("Release after the failover = %v; want nil", err)
+	}
+	next := acquireFenced(t, rival, name, 20*time.Second)
+	if next.Fence() <= l.Fence() {
+		t.Errorf("next holder's fence = %d; want > %d", next.Fence(), l.Fence())
+	}
+	if err := next.Release(t.Context()); err != nil {
+		t.Errorf("Release = %v", err)
+	}
+	key, _ := holder.Keys(name)
+	assertNoLockKey(t, ns, key)
+}

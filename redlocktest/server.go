@@ -15,7 +15,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
-	"github.com/redis/go-redis/v9"
 )
 
 // This file holds what the deployment shapes (TLS nodes, a Sentinel set, a
@@ -163,14 +162,18 @@ func (d *deployment) start(spec serverSpec) (*server, error) {
 	return s, nil
 }
 
-// waitReady PINGs s through client until it answers, giving up early with
+// pinger is what waitReady needs of a client: a PING that reports its
+// error (sentinel clients are not UniversalClients).
+type pinger func(ctx context.Context) error
+
+// waitReady calls ping until it answers, giving up early with
 // the container's log if the container has exited.
-func (d *deployment) waitReady(s *server, client redis.UniversalClient) error {
+func (d *deployment) waitReady(s *server, ping pinger) error {
 	var pingErr, exitErr error
 	err := d.pool.Retry(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 		defer cancel()
-		if pingErr = client.Ping(ctx).Err(); pingErr == nil {
+		if pingErr = ping(ctx); pingErr == nil {
 			return nil
 		}
 		ctr, err := d.pool.Client.InspectContainerWithContext(s.id, ctx)

@@ -1,6 +1,7 @@
 package redlocktest
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -115,7 +116,7 @@ func (c *TLSCluster) startNode(args []string, files map[string][]byte, plain boo
 	})
 	c.addrs = append(c.addrs, s.host)
 	c.clients = append(c.clients, cl)
-	return c.d.waitReady(s, cl)
+	return c.d.waitReady(s, func(ctx context.Context) error { return cl.Ping(ctx).Err() })
 }
 
 // StartTLS is NewTLS for tests: it calls tb.Fatalf if NewTLS fails and
