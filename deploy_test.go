@@ -304,3 +304,97 @@ func TestSentinelNodeFailover(t *testing.T) {
 	key, _ := holder.Keys(name)
 	assertNoLockKey(t, ns, key)
 }
+
+// TestClusterNode runs a lock over a 3-master Redis Cluster and two plain
+// masters.
+func TestClusterNode(t *testing.T) {
+	rc := redlocktest.StartRedisCluster(t, 3, nil)
+	cc := rc.Client()
+	ns := append([]redis.UniversalClient{cc}, nodes(2)...)
+	holder := newTestClient(t, ns, nil)
+	rival := newTestClient(t, ns, nil)
+	const name = "cluster-lock"
+
+	// The lock, fence and queue keys share the slot of the hash tag.
+	key, fenceKey := holder.Keys(name)
+	q, qt := queueKeys(key)
+	slot := func(k string) int64 {
+		s, err := cc.ClusterKeySlot(t.Context(), k).Result()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %s: %v", k, err)
+		}
+		return s
+	}
+	for _, k := range []string{fenceKey, q, qt} {
+		if slot(k) != slot(key) {
+			t.Errorf("slot of %s = %d; want %d, the slot of %s", k, slot(k), slot(key), key)
+		}
+	}
+	// Control: the same names without the tag fall in different slots.
+	if slot("redlock:"+name) == slot("redlock:"+name+":fence") {
+		t.Fatalf("control: untagged lock and fence keys share a slot; pick another name")
+	}
+
+	checkCycle(t, holder, name)
+
+	// One master holds the lock key and its counter, the slot's only keys;
+	// the others hold no key of that slot.
+	l := acquireFenced(t, holder, name, 20*time.Second)
+	var counts []int64
+	for i := 0; i < 3; i++ {
+		n, err := rc.Master(i).ClusterCountKeysInSlot(t.Context(), int(slot(key))).Result()
+		if err != nil {
+			t.Fatalf("master %d: CLUSTER COUNTKEYSINSLOT: %v", i, err)
+		}
+		counts = append(counts, n)
+	}
+	if owner, err := cc.MasterForKey(t.Context(), key); err != nil {
+		t.Errorf("MasterForKey(%s) = %v", key, err)
+	} else if n, err := owner.Exists(t.Context(), key, fenceKey).Result(); n != 2 || err != nil {
+		t.Errorf("EXISTS %s %s on its master = %d, %v; want 2", key, fenceKey, n, err)
+	}
+	if total := counts[0] + counts[1] + counts[2]; total != 2 {
+		t.Errorf("keys in slot %d per master = %v; want 2 (lock and fence) on one master", slot(key), counts)
+	}
+
+	// A waiter in the fair queue gets the lock after the release.
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		next, err := rival.Acquire(ctx, name, 20*time.Second, nil)
+		if err == nil {
+			if next.Fence() <= l.Fence() {
+				err = fmt.Errorf("fence %d; want > %d", next.Fence(), l.Fence())
+			}
+			if rerr := next.Release(ctx); err == nil {
+				err = rerr
+			}
+		}
+		got <- err
+	}()
+	waitUntil(t, "the waiter is queued on the Redis Cluster", func() bool {
+		n, _ := cc.ZCard(t.Context(), q).Result()
+		return n == 1
+	})
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("waiter: %v; want the lock with a larger fence", err)
+	}
+	assertNoLockKey(t, ns, key)
+
+	// A name with a brace would change the hash tag: refused, nothing written.
+	for _, bad := range []string{"a{b", "a}b", "{x}"} {
+		_, err := holder.Acquire(t.Context(), bad, 20*time.Second, nil)
+		if err == nil || !strings.Contains(err.Error(), "contains '{' or '}'") {
+			t.Errorf("Acquire(%q) = %v; want the hash tag error", bad, err)
+		}
+		k, f := holder.Keys(bad)
+		if n, err := cc.Exists(t.Context(), k).Result(); err != nil || n != 0 {
+			t.Errorf("EXISTS %s = %d, %v; want 0", k, n, err)
+		}
+		_ = f
+	}
+}
