@@ -79,19 +79,6 @@ func TestTLSNodes(t *testing.T) {
 	}
 }
 
-// pingAll fails the test unless every client answers PING.
-func pingAll(t *testing.T, clients []redis.UniversalClient) {
-	t.Helper()
-	for i, cl := range clients {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		err := cl.Ping(ctx).Err()
-		cancel()
-		if err != nil {
-			t.Fatalf("node %d: PING = %v", i, err)
-		}
-	}
-}
-
 // lockUserRules is the minimal ACL of a lock user, as the README gives it
 // ("Minimal ACL") for the default KeyPrefix, without the user's name and
 // password.
