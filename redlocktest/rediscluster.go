@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"golang.org/x/sync/errgroup"
 )
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
@@ -53,18 +54,22 @@ func NewRedisCluster(masters int, opts *Options) (*RedisCluster, error) {
 func (c *RedisCluster) start(masters int) error {
 	args := append(append([]string{}, c.d.args...),
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+	c.addrs = make([]string, masters)
+	c.admin = make([]*redis.Client, masters)
+	var g errgroup.Group
 	for i := 0; i < masters; i++ {
-		srv, err := c.d.start(serverSpec{args: args})
-		if err != nil {
-			return fmt.Errorf("redlocktest: Redis Cluster master %d: %w", i, err)
-		}
-		addr := srv.ip + ":6379"
-		cl := newClient(addr)
-		c.addrs = append(c.addrs, addr)
-		c.admin = append(c.admin, cl)
-		if err := c.d.waitReady(srv, func(ctx context.Context) error { return cl.Ping(ctx).Err() }); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			srv, err := c.d.start(serverSpec{args: args})
+			if err != nil {
+				return fmt.Errorf("redlocktest: Redis Cluster master %d: %w", i, err)
+			}
+			c.addrs[i] = srv.ip + ":6379"
+			c.admin[i] = newClient(c.addrs[i])
+			return c.d.waitReady(srv, func(ctx context.Context) error { return c.admin[i].Ping(ctx).Err() })
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
 	defer cancel()
@@ -144,6 +149,9 @@ func (c *RedisCluster) Close() error {
 		errs = append(errs, c.client.Close())
 	}
 	for _, cl := range c.admin {
+		if cl == nil {
+			continue
+		}
 		if err := cl.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			errs = append(errs, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -31,7 +32,10 @@ type deployment struct {
 	args     []string
 	deadline time.Time
 	prefix   string // container names
-	servers  []*server
+
+	mu      sync.Mutex // protects servers
+	servers []*server
+	exp     *Cluster // only its expiry timers (arm): Docker kills the containers at deadline
 }
 
 // newDeployment checks Docker and the image as New does. opts may be nil;
@@ -80,12 +84,16 @@ func newDeployment(kind string, opts *Options) (*deployment, error) {
 	} else {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	}
+	deadline := time.Now().Add(o.Expire)
+	exp := &Cluster{pool: pool, deadline: deadline}
+	exp.expCtx, exp.stopExp = context.WithCancel(context.Background())
 	return &deployment{
 		pool:     pool,
 		image:    ref,
 		args:     append(args, o.Args...),
-		deadline: time.Now().Add(o.Expire),
+		deadline: deadline,
 		prefix:   "redlocktest-" + kind + "-" + randomHex(4),
+		exp:      exp,
 	}, nil
 }
 
@@ -105,15 +113,17 @@ type serverSpec struct {
 }
 
 // start creates the container of spec, copies its files in, starts it and
-// learns its addresses. It does not wait for the server to answer. On
-// failure the container is removed.
+// learns its addresses. It does not wait for the server to answer. A
+// container it created is removed by close, even when start fails. It is
+// safe for concurrent use.
 func (d *deployment) start(spec serverSpec) (*server, error) {
-	s := &server{name: fmt.Sprintf("%s-%d", d.prefix, len(d.servers))}
+	s := &server{name: d.prefix + "-" + randomHex(3)}
 	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
 	defer cancel()
 	cfg := &dc.Config{
-		Image: d.image,
-		Cmd:   spec.args,
+		Image:      d.image,
+		Cmd:        spec.args,
+		StopSignal: "SIGWINCH", // ignored by redis-server: the expiry timer's stop waits, then kills
 		Labels: map[string]string{
 			labelKey:    "1",
 			labelExpiry: strconv.FormatInt(d.deadline.Unix(), 10),
@@ -131,7 +141,9 @@ func (d *deployment) start(spec serverSpec) (*server, error) {
 		return nil, fmt.Errorf("redlocktest: creating container %s: %w", s.name, err)
 	}
 	s.id = ctr.ID
+	d.mu.Lock()
 	d.servers = append(d.servers, s) // removed by close from now on
+	d.mu.Unlock()
 	if len(spec.files) > 0 {
 		archive, err := tarOf(spec.files)
 		if err != nil {
@@ -144,6 +156,7 @@ func (d *deployment) start(spec serverSpec) (*server, error) {
 	if err := d.pool.Client.StartContainerWithContext(s.id, nil, ctx); err != nil {
 		return nil, fmt.Errorf("redlocktest: starting container %s: %w", s.name, err)
 	}
+	d.exp.arm(s.id)
 	info, err := d.pool.Client.InspectContainerWithContext(s.id, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("redlocktest: inspecting container %s: %w", s.name, err)
@@ -202,6 +215,8 @@ func (d *deployment) logTail(id string) string {
 
 // close force-removes every container of the deployment with its volumes.
 func (d *deployment) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var errs []error
 	for _, s := range d.servers {
 		ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
@@ -213,6 +228,8 @@ func (d *deployment) close() error {
 		}
 	}
 	d.servers = nil
+	d.exp.stopExp()
+	d.exp.expWG.Wait()
 	return errors.Join(errs...)
 }
 

@@ -15,8 +15,7 @@ import (
 // the zero value of every field.
 type TLSOptions struct {
 	// Options are the container options: Image, NoPersistence, Args and
-	// Expire apply as for New (Docker does not kill these containers at
-	// Expire; later calls to New remove them once expired).
+	// Expire apply as for New.
 	Options
 
 	// ClientAuth, if true, runs the nodes with --tls-auth-clients yes: a
