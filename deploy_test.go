@@ -267,6 +267,12 @@ func TestSentinelNodeFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("failover to %s", newMaster)
+	// The worst case of an asynchronous failover: the promoted replica
+	// missed the key and the counter's last increment. Make it so.
+	key, fenceKey := holder.Keys(name)
+	if err := s.Client().Del(t.Context(), key, fenceKey).Err(); err != nil {
+		t.Fatalf("DEL on the new master: %v", err)
+	}
 
 	if err := l.Err(); err != nil {
 		t.Fatalf("Err() after the failover = %v; want the lock held", err)
@@ -288,8 +294,27 @@ func TestSentinelNodeFailover(t *testing.T) {
 	if err := next.Release(t.Context()); err != nil {
 		t.Errorf("Release = %v", err)
 	}
-	key, _ := holder.Keys(name)
 	assertNoLockKey(t, ns, key)
+
+	// Control: with the Sentinel-managed master as the only node, the same
+	// amnesia frees the lock for a rival while the holder still holds it.
+	t.Run("control: one node", func(t *testing.T) {
+		one := []redis.UniversalClient{s.Client()}
+		a, b := newTestClient(t, one, nil), newTestClient(t, one, nil)
+		l := acquireFenced(t, a, name, 20*time.Second)
+		if err := s.Client().Del(t.Context(), key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := b.Acquire(t.Context(), name, 20*time.Second, &AcquireOptions{Retry: NoRetry()})
+		if err != nil {
+			t.Fatalf("rival Acquire after the single node forgot = %v; want the lock (the control must show the overlap)", err)
+		}
+		if l.Err() != nil {
+			t.Errorf("holder's Err() = %v; want nil: it cannot know", l.Err())
+		}
+		l2.Release(t.Context())
+		l.Release(t.Context())
+	})
 }
 
 // TestClusterNode runs a lock over a 3-master Redis Cluster and two plain
