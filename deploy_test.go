@@ -411,3 +411,31 @@ func TestClusterNode(t *testing.T) {
 		}
 	}
 }
+
+// TestACLErrorsArePermanent covers the ACL refusals of the Redis versions
+// not run here: a script's refused call is "ERR The user executing the
+// script can't ..." up to Redis 7.1 and "ERR ACL failure in script: ..."
+// from 7.2.
+func TestACLErrorsArePermanent(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{redisError("NOPERM User locker has no permissions to run the 'evalsha' command"), true},
+		{redisError("ERR The user executing the script can't run this command or subcommand script: 1f0a, on @user_script:116."), true},
+		{redisError("ERR ACL failure in script: User locker has no permissions to run the 'incr' command script: 1f0a, on @user_script:116."), true},
+		{redisError("ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: 1f0a"), false},
+		{errors.New("ERR ACL failure in script, but not from a node"), false},
+	} {
+		if got := deniedByACL(tc.err); got != tc.want {
+			t.Errorf("deniedByACL(%v) = %v; want %v", tc.err, got, tc.want)
+		}
+		if got := permanent(tc.err); got != tc.want {
+			t.Errorf("permanent(%v) = %v; want %v", tc.err, got, tc.want)
+		}
+		ne := &NodeError{Node: 0, Addr: "a", Err: aclError{tc.err}}
+		if tc.want && (!errors.Is(ne, ErrNoPerm) || !strings.Contains(ne.Error(), "Minimal ACL")) {
+			t.Errorf("%v: want it to match ErrNoPerm and point to the README", ne)
+		}
+	}
+}
