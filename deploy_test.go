@@ -53,7 +53,20 @@ func checkCycle(t *testing.T, c *Client, name string) {
 
 func TestTLSNodes(t *testing.T) {
 	tc := redlocktest.StartTLS(t, 3, &redlocktest.TLSOptions{ClientAuth: true})
-	c := newTestClient(t, tc.Clients(), nil)
+	// As a user would: rediss:// URLs, with the CA and client certificate.
+	var ns []redis.UniversalClient
+	for _, u := range tc.URLs() {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatalf("ParseURL(%q): %v", u, err)
+		}
+		cfg := tc.TLSConfig()
+		opt.TLSConfig.RootCAs, opt.TLSConfig.Certificates = cfg.RootCAs, cfg.Certificates
+		cl := redis.NewClient(opt)
+		t.Cleanup(func() { cl.Close() })
+		ns = append(ns, cl)
+	}
+	c := newTestClient(t, ns, nil)
 	checkCycle(t, c, "tls")
 	key, _ := c.Keys("tls")
 	assertNoLockKey(t, tc.Clients(), key)
