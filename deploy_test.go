@@ -92,169 +92,17 @@ func TestTLSNodes(t *testing.T) {
 	}
 }
 
-// lockUserRules is the minimal ACL of a lock user, as the README gives it
-// ("Minimal ACL") for the default KeyPrefix, without the user's name and
-// password.
-var lockUserRules = []string{
-	"resetkeys", "resetchannels", "-@all",
-	"+ping",
-	"+evalsha", "+eval",
-	"+subscribe", "+unsubscribe", "+publish",
-	"+type", "+exists", "+get", "+set", "+del", "+incr", "+pexpire", "+pttl", "+time",
-	"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zrank", "+zscan",
-	"~redlock:*", "&redlock:released:*",
-}
+// patient is the Options of the tests that check what every node holds: a
+// node that answers after the node timeout (the race detector on a loaded
+// machine) would leave the lock held on the others only, as it should, but
+// not what those tests look at.
+var patient = &Options{NodeTimeout: 5 * time.Second}
 
-// aclUser creates user (password "pw-"+user) with rules on every node,
-// deleted when the test ends, and returns clients logged in as it.
-func aclUser(t *testing.T, admin []redis.UniversalClient, user string, rules []string) []redis.UniversalClient {
-	t.Helper()
-	users := make([]redis.UniversalClient, len(admin))
-	for i, a := range admin {
-		args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw-" + user}
-		for _, r := range rules {
-			args = append(args, r)
-		}
-		if err := a.Do(t.Context(), args...).Err(); err != nil {
-			t.Fatalf("node %d: ACL SETUSER %s: %v", i, user, err)
-		}
-		t.Cleanup(func() { a.Do(context.Background(), "ACL", "DELUSER", user) })
-		opt := a.(*redis.Client).Options()
-		cl := redis.NewClient(&redis.Options{Addr: opt.Addr, Username: user, Password: "pw-" + user, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { cl.Close() })
-		users[i] = cl
-	}
-	return users
-}
-
-// without returns rules without the ones in drop, with add appended.
-func without(rules []string, drop []string, add ...string) []string {
-	var out []string
-	for _, r := range rules {
-		keep := true
-		for _, d := range drop {
-			keep = keep && r != d
-		}
-		if keep {
-			out = append(out, r)
-		}
-	}
-	return append(out, add...)
-}
-
-func TestACLMinimalUser(t *testing.T) {
-	admin := nodes(3)
-	users := aclUser(t, admin, "locker", lockUserRules)
-	c := newTestClient(t, users, nil)
-	checkCycle(t, c, "acl")
-
-	// A fair-queue waiter (another Client: one Client hands a lock to its
-	// own waiters locally) whose retry delay is an hour gets the lock by
-	// the release notice alone: SUBSCRIBE and PUBLISH work for the user.
-	const name = "acl-wake"
-	other := newTestClient(t, users, nil)
-	holder := acquireFenced(t, c, name, time.Minute)
-	hour := func(int) (time.Duration, bool) { return time.Hour, true }
-	got := make(chan *Lock, 1)
-	errc := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		l, err := other.Acquire(ctx, name, time.Minute, &AcquireOptions{Retry: hour, AutoExtend: true})
-		if err != nil {
-			errc <- err
-			return
-		}
-		got <- l
-	}()
-	key, _ := c.Keys(name)
-	qkey, _ := queueKeys(key)
-	waitUntil(t, "the waiter is queued and subscribed on every node", func() bool {
-		select {
-		case err := <-errc:
-			t.Fatalf("waiter: %v", err)
-		default:
-		}
-		for _, a := range admin {
-			n, _ := a.ZCard(t.Context(), qkey).Result()
-			chans, _ := a.PubSubChannels(t.Context(), other.releaseChannel(key)+":"+other.waker.id).Result()
-			if n != 1 || len(chans) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	if err := holder.Release(t.Context()); err != nil {
-		t.Fatalf("Release = %v", err)
-	}
-	select {
-	case l := <-got:
-		if l.Fence() <= holder.Fence() {
-			t.Errorf("waiter's fence %d; want > %d", l.Fence(), holder.Fence())
-		}
-		if err := l.Release(t.Context()); err != nil {
-			t.Errorf("waiter's Release = %v", err)
-		}
-	case err := <-errc:
-		t.Fatalf("waiter: %v; want the lock after the holder's release", err)
-	}
-	assertNoLockKey(t, admin, key)
-}
-
-func TestACLMissingPermission(t *testing.T) {
-	tests := []struct {
-		name  string
-		rules []string
-	}{
-		{"no scripts", without(lockUserRules, []string{"+evalsha", "+eval"})},
-		{"no lock keys", without(lockUserRules, []string{"~redlock:*"}, "~other:*")},
-		{"no INCR in the script", without(lockUserRules, []string{"+incr"})},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			admin := nodes(3)
-			c := newTestClient(t, aclUser(t, admin, fmt.Sprintf("denied%d", i), tt.rules), nil)
-			// The default retry would go on until ctx ends: a permanent
-			// node error must end the wait at the first attempt.
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			_, err := c.Acquire(ctx, "acl-denied", 5*time.Second, nil)
-			var qe *QuorumError
-			if !errors.As(err, &qe) || !errors.Is(err, ErrNotAcquired) {
-				t.Fatalf("Acquire = %v; want a QuorumError matching ErrNotAcquired", err)
-			}
-			if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || qe.Attempts != 1 {
-				t.Errorf("Acquire = %v after %d attempts; want it to give up at the first, before ctx ends", err, qe.Attempts)
-			}
-			// The round ends when a quorum is impossible: a node may not
-			// have answered by then, every other one was refused.
-			refused := 0
-			for i, ne := range qe.Nodes {
-				var te nodeTimeoutError
-				switch {
-				case errors.Is(ne, ErrNoPerm):
-					refused++
-				case !errors.As(ne, &te):
-					t.Errorf("node %d: %v; want an ACL refusal", i, ne)
-				}
-			}
-			if refused < 2 || !strings.Contains(err.Error(), "Minimal ACL") {
-				t.Errorf("Acquire = %v; want at least 2 nodes refused by their ACL, and the error to point to the README's Minimal ACL", err)
-			}
-			key, fenceKey := c.Keys("acl-denied")
-			assertNoLockKey(t, admin, key)
-			for _, a := range admin {
-				a.Del(context.Background(), fenceKey, key+":q", key+":qt")
-			}
-		})
-	}
-}
-
-// waitUntil polls cond every 10ms for up to 10s and fails the test if it
+// waitUntil polls cond every 10ms for up to 20s and fails the test if it
 // never holds.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
@@ -270,10 +118,21 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestSentinelNodeFailover(t *testing.T) {
 	s := redlocktest.StartSentinel(t, nil)
 	ns := append([]redis.UniversalClient{s.Client()}, nodes(2)...)
-	holder := newTestClient(t, ns, nil)
-	rival := newTestClient(t, ns, nil)
+	holder := newTestClient(t, ns, patient)
+	rival := newTestClient(t, ns, patient)
 	const name = "sentinel-failover"
+	key, fenceKey := holder.Keys(name)
 	l := acquireFenced(t, holder, name, 20*time.Second)
+	// Acquire returns at a quorum; the lease the failover hits is one
+	// every node holds, so that the failover is the only fault.
+	waitUntil(t, "the holder's key is on every node", func() bool {
+		for _, n := range ns {
+			if v, _ := n.Get(t.Context(), key).Result(); !strings.HasPrefix(v, l.Token()+".") {
+				return false
+			}
+		}
+		return true
+	})
 
 	newMaster, err := s.Failover(t.Context())
 	if err != nil {
@@ -282,7 +141,6 @@ func TestSentinelNodeFailover(t *testing.T) {
 	t.Logf("failover to %s", newMaster)
 	// The worst case of an asynchronous failover: the promoted replica
 	// missed the key and the counter's last increment. Make it so.
-	key, fenceKey := holder.Keys(name)
 	if err := s.Client().Del(t.Context(), key, fenceKey).Err(); err != nil {
 		t.Fatalf("DEL on the new master: %v", err)
 	}
@@ -330,14 +188,17 @@ func TestSentinelNodeFailover(t *testing.T) {
 	})
 }
 
-// TestClusterNode runs a lock over a 3-master Redis Cluster and two plain
-// masters.
+// TestClusterNode runs a lock over a 3-master Redis Cluster alone, then
+// with the Cluster as one of three nodes.
 func TestClusterNode(t *testing.T) {
 	rc := redlocktest.StartRedisCluster(t, 3, nil)
 	cc := rc.Client()
+	// Alone, every success is the Cluster's own: a Cluster that failed
+	// would be hidden by the quorum of the two others.
+	alone := newTestClient(t, []redis.UniversalClient{cc}, patient)
 	ns := append([]redis.UniversalClient{cc}, nodes(2)...)
-	holder := newTestClient(t, ns, nil)
-	rival := newTestClient(t, ns, nil)
+	holder := newTestClient(t, ns, patient)
+	rival := newTestClient(t, ns, patient)
 	const name = "cluster-lock"
 
 	// The lock, fence and queue keys share the slot of the hash tag.
@@ -360,11 +221,11 @@ func TestClusterNode(t *testing.T) {
 		t.Fatalf("control: untagged lock and fence keys share a slot; pick another name")
 	}
 
-	checkCycle(t, holder, name)
+	checkCycle(t, alone, name)
 
 	// One master holds the lock key and its counter, the slot's only keys;
 	// the others hold no key of that slot.
-	l := acquireFenced(t, holder, name, 20*time.Second)
+	l := acquireFenced(t, alone, name, 20*time.Second)
 	var counts []int64
 	for i := 0; i < 3; i++ {
 		n, err := rc.Master(i).ClusterCountKeysInSlot(t.Context(), int(slot(key))).Result()
@@ -381,8 +242,15 @@ func TestClusterNode(t *testing.T) {
 	if total := counts[0] + counts[1] + counts[2]; total != 2 {
 		t.Errorf("keys in slot %d per master = %v; want 2 (lock and fence) on one master", slot(key), counts)
 	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
 
-	// A waiter in the fair queue gets the lock after the release.
+	// As one of three nodes: the cycle, and a waiter in the fair queue
+	// that gets the lock after the release.
+	checkCycle(t, holder, name)
+	assertNoLockKey(t, ns, key) // Release returns at a quorum: let the last delete land
+	l = acquireFenced(t, holder, name, 20*time.Second)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -398,9 +266,14 @@ func TestClusterNode(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitUntil(t, "the waiter is queued on the Redis Cluster", func() bool {
-		n, _ := cc.ZCard(t.Context(), q).Result()
-		return n == 1
+	waitUntil(t, "the waiter is queued on a quorum", func() bool {
+		queued := 0
+		for _, n := range ns {
+			if c, _ := n.ZCard(t.Context(), q).Result(); c == 1 {
+				queued++
+			}
+		}
+		return queued >= 2
 	})
 	if err := l.Release(t.Context()); err != nil {
 		t.Fatalf("Release = %v", err)
@@ -421,34 +294,6 @@ func TestClusterNode(t *testing.T) {
 			if n, err := cc.Exists(t.Context(), key).Result(); err != nil || n != 0 {
 				t.Errorf("EXISTS %s = %d, %v; want 0 (nothing written)", key, n, err)
 			}
-		}
-	}
-}
-
-// TestACLErrorsArePermanent covers the ACL refusals of the Redis versions
-// not run here: a script's refused call is "ERR The user executing the
-// script can't ..." up to Redis 7.1 and "ERR ACL failure in script: ..."
-// from 7.2.
-func TestACLErrorsArePermanent(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{redisError("NOPERM User locker has no permissions to run the 'evalsha' command"), true},
-		{redisError("ERR The user executing the script can't run this command or subcommand script: 1f0a, on @user_script:116."), true},
-		{redisError("ERR ACL failure in script: User locker has no permissions to run the 'incr' command script: 1f0a, on @user_script:116."), true},
-		{redisError("ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: 1f0a"), false},
-		{errors.New("ERR ACL failure in script, but not from a node"), false},
-	} {
-		if got := deniedByACL(tc.err); got != tc.want {
-			t.Errorf("deniedByACL(%v) = %v; want %v", tc.err, got, tc.want)
-		}
-		if got := permanent(tc.err); got != tc.want {
-			t.Errorf("permanent(%v) = %v; want %v", tc.err, got, tc.want)
-		}
-		ne := &NodeError{Node: 0, Addr: "a", Err: aclError{tc.err}}
-		if tc.want && (!errors.Is(ne, ErrNoPerm) || !strings.Contains(ne.Error(), "Minimal ACL")) {
-			t.Errorf("%v: want it to match ErrNoPerm and point to the README", ne)
 		}
 	}
 }
