@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,7 @@ import (
 // password.
 var lockUserRules = []string{
 	"resetkeys", "resetchannels", "-@all",
-	"+ping",
-	"+evalsha", "+eval",
+	"+evalsha", "+eval", "+ping",
 	"+subscribe", "+unsubscribe", "+publish",
 	"+type", "+exists", "+get", "+set", "+del", "+incr", "+pexpire", "+pttl", "+time",
 	"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zrank", "+zscan",
@@ -234,5 +234,23 @@ func TestACLErrorsArePermanent(t *testing.T) {
 		if tc.want && (!errors.Is(ne, ErrNoPerm) || !strings.Contains(ne.Error(), "Minimal ACL")) {
 			t.Errorf("%v: want it to match ErrNoPerm and point to the README", ne)
 		}
+	}
+}
+
+// TestACLReadmeMatches keeps the README's minimal ACL and the rules the
+// ACL tests run with the same.
+func TestACLReadmeMatches(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "ACL SETUSER locker on >PASSWORD ")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatalf("README.md has no \"ACL SETUSER locker on >PASSWORD ...\" block")
+	}
+	got := strings.Fields(strings.ReplaceAll(block, "\\\n", " "))
+	if strings.Join(got, " ") != strings.Join(lockUserRules, " ") {
+		t.Errorf("README's ACL rules:\n%v\nthe tests' (lockUserRules):\n%v\nwant the same", got, lockUserRules)
 	}
 }
