@@ -43,6 +43,12 @@ var (
 	// retried there: repair or delete the key by hand — deleting it lets
 	// fences repeat unless it is set back to at least its old value.
 	ErrBadCounter = errors.New("redlock: fence counter is not a counter")
+
+	// ErrNoPerm: a node's ACL refused a command, key or channel to the
+	// user the client logs in as (NOPERM, or a call inside a lock script
+	// the user may not make). The node is not retried: grant the user the
+	// commands, keys and channels of the README's "Minimal ACL".
+	ErrNoPerm = errors.New("redlock: refused by the node's ACL")
 )
 
 // errNodeTimeout is a node that did not answer within the per-node timeout.
@@ -76,6 +82,31 @@ func (e badCounterError) Error() string {
 	return e.err.Error() + ": repair the key (set it to at least its highest fence) or use another KeyPrefix"
 }
 func (e badCounterError) Unwrap() []error { return []error{ErrBadCounter, e.err} }
+
+// aclError is a node whose ACL refused us (see deniedByACL).
+type aclError struct{ err error }
+
+func (e aclError) Error() string {
+	return e.err.Error() + ": grant the lock user the commands, keys and channels of the README's \"Minimal ACL\""
+}
+func (e aclError) Unwrap() []error { return []error{ErrNoPerm, e.err} }
+
+// deniedByACL reports whether err is a node refusing by its ACL: NOPERM
+// for the command and its keys, or the error of a script that made a call
+// the user may not make, which Redis 7.0 and 7.1 send as "ERR The user
+// executing the script can't ..." and later versions as "ERR ACL failure
+// in script: ...", without the NOPERM prefix.
+func deniedByACL(err error) bool {
+	if redis.HasErrorPrefix(err, "NOPERM") {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.Contains(msg, "The user executing the script can't") || strings.Contains(msg, "ACL failure in script")
+}
 
 // notOursError is a node on which the key is gone or holds another token.
 type notOursError struct{}
@@ -169,7 +200,7 @@ func (e *QuorumError) Unwrap() []error {
 // refuses our credentials or commands. Such nodes count against the quorum
 // for good, so Acquire fails fast once they make the quorum impossible.
 func permanent(err error) bool {
-	if errors.Is(err, ErrBadCounter) {
+	if errors.Is(err, ErrBadCounter) || errors.Is(err, ErrNoPerm) || deniedByACL(err) {
 		return true
 	}
 	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER"} {
@@ -191,6 +222,8 @@ func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused 
 			err = nodeTimeoutError{after: timeout}
 		case rp.err != nil && redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
 			err = badCounterError{rp.err}
+		case deniedByACL(rp.err):
+			err = aclError{rp.err}
 		case rp.err != nil:
 			err = rp.err
 		default:

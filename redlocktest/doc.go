@@ -62,6 +62,27 @@
 // the checker, the HTML timeline and a JSON format to save a history; it
 // needs no Docker. The names of history are also available here.
 //
+// # Deployments
+//
+// Three more shapes start Redis as it is deployed, each one lock node (or
+// a set of them) with a ready go-redis client, for tests of TLS, Sentinel
+// and Redis Cluster nodes. They have no fault injection beyond a failover.
+//
+//   - [StartTLS] ([NewTLS]): independent masters with --tls-port (and
+//     --port 0) and certificates made by [NewCerts] at test time, a server
+//     certificate for 127.0.0.1; optionally requiring client certificates.
+//   - [StartSentinel] ([NewSentinel]): a master, its replica and a
+//     sentinel; [Sentinel.Client] is the failover client, and
+//     [Sentinel.Failover] forces a failover and waits until the client
+//     writes to the new master.
+//   - [StartRedisCluster] ([NewRedisCluster]): masters of one Redis
+//     Cluster, slots assigned and nodes introduced with CLUSTER commands;
+//     [RedisCluster.Client] is the cluster client.
+//
+// Sentinel and Redis Cluster announce the containers' addresses on the
+// Docker bridge network, which the test process must reach (it does on
+// Linux, where Docker runs on the same host).
+//
 // # Images and cleanup
 //
 // When the Redis image is missing, New makes it, once per machine (a lock

@@ -10,7 +10,8 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// TestImageBuilt checks that New makes a missing image itself. It builds a
+// TestImageBuilt checks that New makes a missing image itself, and that its
+// nodes speak TLS. It builds a
 // throwaway image (minutes on a slow machine), so it runs only with
 // REDLOCK_TEST_IMAGE_BUILD=1.
 func TestImageBuilt(t *testing.T) {
@@ -30,5 +31,10 @@ func TestImageBuilt(t *testing.T) {
 	}
 	if err := exec.Command("docker", "image", "inspect", ref).Run(); err != nil {
 		t.Errorf("image %s after New: %v; want it present", ref, err)
+	}
+	// The image carries the TLS libraries redis-server links.
+	tc := redlocktest.StartTLS(t, 1, &redlocktest.TLSOptions{Options: redlocktest.Options{Image: ref}})
+	if err := tc.Clients()[0].Ping(ctx).Err(); err != nil {
+		t.Errorf("PING over TLS on a node of the built image = %v; want nil", err)
 	}
 }

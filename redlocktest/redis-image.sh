@@ -63,8 +63,9 @@ chmod 0755 "$root/data"
 chmod 1777 "$root/tmp"
 cp -L "$bin" "$root/usr/local/bin/redis-server"
 
-# Every absolute path ldd prints (shared libraries and the dynamic loader),
-# copied with symlinks resolved to the same path inside the image.
+# Every absolute path ldd prints (shared libraries, among them libssl and
+# libcrypto for --tls-port, and the dynamic loader), copied with symlinks
+# resolved to the same path inside the image.
 libs="$(ldd "$bin" | grep -o '/[^ ]*' || true)"
 if [ -z "$libs" ]; then
 	echo "redis-image: ldd found no libraries for $bin" >&2

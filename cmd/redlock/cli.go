@@ -48,7 +48,9 @@ for the exit codes.
 const nodesHelp = `Nodes: --nodes or $REDLOCK_NODES, URLs separated by commas or spaces; each
 is one independent Redis node (a quorum of them must hold a lock):
   redis://[user:password@]host:port[/db]      a standalone master
-  rediss://...                                the same over TLS
+  rediss://...                                the same over TLS (--cacert FILE
+                                              for a private CA, --cert/--key
+                                              for a client certificate)
   redis+sentinel://[suser:spass@]host:port[/db]?master_name=NAME[&addr=host:port...]
                                               a Sentinel-managed master (its own
                                               credentials: &username=U&password=P)

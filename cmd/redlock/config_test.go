@@ -32,7 +32,7 @@ func TestNodeURLParsing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			n, err := parseNode(tt.url)
+			n, err := parseNode(tt.url, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("parseNode(%q) = %v; want an error containing %q", tt.url, err, tt.wantErr)

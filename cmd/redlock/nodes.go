@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ type nodeFlags struct {
 	nodes       string
 	prefix      string
 	nodeTimeout time.Duration
+	tls         tlsFlags
 }
 
 // register adds --nodes, --prefix and, for commands that take locks,
@@ -34,6 +36,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, locks bool) {
 	if locks {
 		fs.DurationVar(&n.nodeTimeout, "node-timeout", 0, "per-node round-trip timeout (default ttl/50, within 100ms..500ms)")
 	}
+	n.tls.register(fs)
 }
 
 // urls returns the node URLs of --nodes (or $REDLOCK_NODES, which the
@@ -114,8 +117,9 @@ const urlHint = "use redis://[user:password@]host:port[/db], rediss:// for TLS, 
 // parseNode parses one node URL (a bare host:port means redis://) and
 // creates its client; nothing is dialled yet. Options given in the URL's
 // query are kept; the CLI's defaults fill only those it does not give. Its
-// errors never contain the URL's password.
-func parseNode(raw string) (node, error) {
+// errors never contain the URL's password. tc holds the TLS files of the
+// command line (nil if none), for rediss:// nodes.
+func parseNode(raw string, tc *tls.Config) (node, error) {
 	if !strings.Contains(raw, "://") {
 		raw = "redis://" + raw
 	}
@@ -140,6 +144,9 @@ func parseNode(raw string) (node, error) {
 		if err != nil {
 			return node{}, err
 		}
+		if err := withTLS(opt.TLSConfig, tc); err != nil {
+			return node{}, err
+		}
 		opt.ContextTimeoutEnabled = true
 		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -152,6 +159,9 @@ func parseNode(raw string) (node, error) {
 		if opt.MasterName == "" {
 			return node{}, fmt.Errorf("a Sentinel node needs ?master_name=NAME")
 		}
+		if err := withTLS(opt.TLSConfig, tc); err != nil {
+			return node{}, err
+		}
 		if !q.Has("context_timeout_enabled") {
 			opt.ContextTimeoutEnabled = true
 		}
@@ -161,6 +171,9 @@ func parseNode(raw string) (node, error) {
 	case "cluster":
 		opt, err := redis.ParseClusterURL(std)
 		if err != nil {
+			return node{}, err
+		}
+		if err := withTLS(opt.TLSConfig, tc); err != nil {
 			return node{}, err
 		}
 		opt.ContextTimeoutEnabled = true
@@ -205,10 +218,10 @@ func safeURL(raw string) string {
 
 // dialNodes parses urls and creates one client per node. Nothing is
 // dialled yet. The caller closes the clients with closeNodes.
-func dialNodes(cmd string, urls []string) ([]node, error) {
+func dialNodes(cmd string, urls []string, tc *tls.Config) ([]node, error) {
 	nodes := make([]node, 0, len(urls))
 	for i, u := range urls {
-		n, err := parseNode(u)
+		n, err := parseNode(u, tc)
 		if err != nil {
 			closeNodes(nodes)
 			return nil, usagef(cmd, "redlock: node %d %s: %s: %s", i, safeURL(u), redact(unwrapAll(err).Error(), u), urlHint)
@@ -274,7 +287,7 @@ func unreachable(nodes []node, errs []error) (n int, desc string) {
 	for i, err := range errs {
 		if err != nil {
 			n++
-			parts = append(parts, fmt.Sprintf("node %d (%s): %v", i, nodes[i].addr, oneLine(err)))
+			parts = append(parts, fmt.Sprintf("node %d (%s): %v%s", i, nodes[i].addr, oneLine(err), tlsHint(err)))
 		}
 	}
 	return n, strings.Join(parts, "; ")
@@ -297,7 +310,11 @@ func openSession(cmd string, nf *nodeFlags, ttl time.Duration, stderr io.Writer)
 	if err != nil {
 		return nil, reportUsage(stderr, err)
 	}
-	nodes, err := dialNodes(cmd, urls)
+	tc, err := nf.tls.config(cmd)
+	if err != nil {
+		return nil, reportUsage(stderr, err)
+	}
+	nodes, err := dialNodes(cmd, urls, tc)
 	if err != nil {
 		return nil, reportUsage(stderr, err)
 	}
