@@ -24,6 +24,7 @@ var lockUserRules = []string{
 	"+subscribe", "+unsubscribe", "+publish",
 	"+type", "+exists", "+get", "+set", "+del", "+incr", "+pexpire", "+pttl", "+time",
 	"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zrank", "+zscan",
+	"+hset", "+hget", "+hdel", "+hexists", "+hlen",
 	"~redlock:*", "&redlock:released:*",
 }
 
@@ -69,6 +70,26 @@ func TestACLMinimalUser(t *testing.T) {
 	users := aclUser(t, admin, "locker", lockUserRules)
 	c := newTestClient(t, users, patient)
 	checkCycle(t, c, "acl")
+
+	// The re-entrant form (a hash), a nested hold, and Inspect.
+	outer, err := c.Acquire(t.Context(), "acl-reentrant", time.Minute, &AcquireOptions{Reentrant: true, Metadata: "acl-test"})
+	if err != nil {
+		t.Fatalf("re-entrant Acquire as the minimal user = %v", err)
+	}
+	inner, err := outer.Reenter(t.Context(), time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Reenter as the minimal user = %v", err)
+	}
+	if st, err := c.Inspect(t.Context(), "acl-reentrant"); err != nil || !st.Held {
+		t.Errorf("Inspect as the minimal user = %+v, %v; want held", st, err)
+	}
+	for _, l := range []*Lock{inner, outer} {
+		if err := l.Release(t.Context()); err != nil {
+			t.Errorf("Release of a hold as the minimal user = %v", err)
+		}
+	}
+	rkey, _ := c.Keys("acl-reentrant")
+	assertNoLockKey(t, admin, rkey)
 
 	// A waiter of another Client (one Client hands a lock to its own
 	// waiters locally) queues in the fair order on every node and
