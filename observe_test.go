@@ -35,8 +35,10 @@ func TestObserveReportsNodeAnswers(t *testing.T) {
 		}
 		time.Sleep(time.Second) // node 4's late answer
 		synctest.Wait()
-		if err := l.Release(t.Context()); err == nil || !errors.Is(err, boom) {
-			t.Errorf("Release = %v; want node 1's error", err)
+		// Release returns at the quorum: node 1's error is in it only if it
+		// came before the third delete; the node event reports it anyway.
+		if err := l.Release(t.Context()); err != nil && !errors.Is(err, boom) {
+			t.Errorf("Release = %v; want nil or node 1's error", err)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
