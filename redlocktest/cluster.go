@@ -11,23 +11,9 @@ import (
 	"time"
 
 	"github.com/ory/dockertest/v3"
-	dc "github.com/ory/dockertest/v3/docker"
 	"github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"golang.org/x/sync/errgroup"
-)
-
-const (
-	// DefaultImage is the image used when neither Options.Image nor the
-	// REDLOCK_REDIS_IMAGE environment variable is set.
-	DefaultImage = "redis:7"
-
-	// DefaultExpire is the container lifetime used when Options.Expire is
-	// zero.
-	DefaultExpire = 30 * time.Minute
-
-	// ImageEnv is the environment variable that overrides DefaultImage.
-	ImageEnv = "REDLOCK_REDIS_IMAGE"
 )
 
 const (
@@ -45,42 +31,6 @@ const (
 	armWait       = 10 * time.Second // for the expiry timer's stop signal
 	portAttempts  = 3
 )
-
-// Options configures New. A nil *Options means defaults; so does the zero
-// value of every field.
-type Options struct {
-	// Image is the Redis image, "repository[:tag]" (tag defaults to
-	// "latest"). It must be present locally; it is never pulled.
-	// Default: $REDLOCK_REDIS_IMAGE, else "redis:7". The image must accept
-	// redis-server options as its command, as both the official image and
-	// the one built by scripts/redis-image.sh do.
-	Image string
-
-	// NoPersistence, if true, runs the nodes without any persistence
-	// (--appendonly no --save ""), so a restarted node comes back empty.
-	// Default false: nodes run with --appendonly yes --appendfsync always,
-	// so every acknowledged write (fencing counters in particular) survives
-	// Stop, Kill and Restart.
-	NoPersistence bool
-
-	// Recorder, if set, records every fault of the Cluster and of its Nets
-	// as it begins and ends: a history.Fault and a history.Heal event with
-	// the fault's kind (history.FaultKill ... history.FaultHold), for the
-	// checker's report and the timeline's fault lanes.
-	Recorder *history.Recorder
-
-	// Args are extra redis-server arguments, such as
-	// []string{"--maxmemory", "64mb"}. They come after the arguments
-	// redlocktest sets (--protected-mode no and the persistence options),
-	// so they can override them.
-	Args []string
-
-	// Expire bounds the lifetime of the containers, counted from New:
-	// Docker kills them after this long even if the test process died
-	// without calling Close. It is rounded up to whole seconds and is not
-	// extended by Restart. Default 30m; negative is an error.
-	Expire time.Duration
-}
 
 // Cluster is a set of independent Redis masters running in Docker
 // containers, created by New or Start. Its methods are safe for concurrent
@@ -226,101 +176,6 @@ func Start(tb testing.TB, n int, opts *Options) *Cluster {
 		}
 	})
 	return c
-}
-
-// Len returns the number of nodes.
-func (c *Cluster) Len() int { return len(c.nodes) }
-
-// Addr returns the address of node i, "127.0.0.1:PORT". It does not change
-// when the node is stopped and restarted.
-func (c *Cluster) Addr(i int) string { return c.nodes[i].addr }
-
-// Addrs returns the addresses of all nodes, in node order, as a new slice.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, nd := range c.nodes {
-		addrs[i] = nd.addr
-	}
-	return addrs
-}
-
-// Client returns the go-redis client of node i. There is one client per
-// node, created by New and shared by all callers; it is safe for concurrent
-// use, survives Stop/Restart of the node, and is closed by Close, so
-// callers must not close it. While the node is down commands fail with a
-// "connection refused" error within about 100ms. The client uses the
-// go-redis defaults except: ContextTimeoutEnabled is true, so context
-// deadlines bound every command; DialerRetries is 1, so a down node fails
-// fast (commands are still retried MaxRetries times); maintenance
-// notifications are off.
-func (c *Cluster) Client(i int) *redis.Client { return c.clients[i] }
-
-// Clients returns the shared clients of all nodes (see Client), in node
-// order, as a new slice.
-func (c *Cluster) Clients() []redis.UniversalClient {
-	clients := make([]redis.UniversalClient, len(c.clients))
-	for i, cl := range c.clients {
-		clients[i] = cl
-	}
-	return clients
-}
-
-// Stop shuts node i down cleanly, keeping its data: it sends SIGTERM, lets
-// Redis finish writing, and sends SIGKILL if the container has not exited
-// after 5s. When Stop returns the node no longer accepts connections.
-// Stopping a node that is not running does nothing. Stop fails after Close.
-func (c *Cluster) Stop(i int) error {
-	return c.halt(i, dc.SIGTERM)
-}
-
-// Kill kills node i with SIGKILL, simulating a crash. With the default
-// persistence (appendfsync always) no acknowledged write is lost. When Kill
-// returns the node no longer accepts connections. Killing a node that is
-// not running does nothing. Kill fails after Close.
-func (c *Cluster) Kill(i int) error {
-	return c.halt(i, dc.SIGKILL)
-}
-
-// Restart starts node i again after Stop or Kill, with the same data (unless
-// Options.NoPersistence) and on the same host port, and waits until it
-// answers PING. It fails if the node is running, if the port has been taken
-// by another process in the meantime, or after Close.
-func (c *Cluster) Restart(i int) error {
-	nd := c.nodes[i]
-	nd.mu.Lock()
-	defer nd.mu.Unlock()
-	if c.closed.Load() {
-		return errClosed
-	}
-	if nd.running {
-		return fmt.Errorf("redlocktest: Restart(%d): node is running; Stop or Kill it first", i)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
-	err := c.pool.Client.StartContainerWithContext(nd.id, nil, ctx)
-	cancel()
-	var already *dc.ContainerAlreadyRunning
-	if err != nil && !errors.As(err, &already) {
-		if portTaken(err) {
-			return fmt.Errorf("redlocktest: Restart(%d): host port of %s has been taken by another process: %w", i, nd.addr, err)
-		}
-		return fmt.Errorf("redlocktest: Restart(%d): %w", i, err)
-	}
-	nd.running = true
-	c.arm(nd.id)
-	if err := c.waitReady(nd); err != nil {
-		return fmt.Errorf("redlocktest: Restart(%d): %w", i, err)
-	}
-	c.back(nd, "restart")
-	return nil
-}
-
-// back records the end of nd's outage (Kill or Stop), if any; nd.mu must
-// be held.
-func (c *Cluster) back(nd *node, how string) {
-	if nd.out != "" {
-		c.log.ended(nd.index, nd.out, how)
-		nd.out = ""
-	}
 }
 
 // FlushAll runs FLUSHALL on every running node (stopped, killed and paused

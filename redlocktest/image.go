@@ -84,3 +84,18 @@ func sanitize(s string) string {
 		return '_'
 	}, s)
 }
+
+// splitImage splits "repository[:tag]" as dockertest.RunOptions wants it.
+func splitImage(image string) (repo, tag string, err error) {
+	if strings.Contains(image, "@") {
+		return "", "", fmt.Errorf("redlocktest: image %q: digest references are not supported; tag the image and use the tag", image)
+	}
+	repo, tag = image, "latest"
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repo, tag = image[:i], image[i+1:]
+	}
+	if repo == "" || tag == "" {
+		return "", "", fmt.Errorf("redlocktest: invalid image reference %q", image)
+	}
+	return repo, tag, nil
+}

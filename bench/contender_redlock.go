@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock"
+)
+
+// redlockLocker is this library's contender.
+type redlockLocker struct {
+	clients []*redis.Client
+	c       *redlock.Client
+	try     *redlock.AcquireOptions
+	wait    *redlock.AcquireOptions
+}
+
+type redlockHeld struct{ *redlock.Lock }
+
+func (h redlockHeld) release(ctx context.Context) error { return h.Release(ctx) }
+
+func openRedlock(noFence bool) func([]string) (locker, error) {
+	return func(addrs []string) (locker, error) {
+		cs := defaultClients(addrs)
+		nodes := make([]redis.UniversalClient, len(cs))
+		for i, c := range cs {
+			nodes[i] = c
+		}
+		c, err := redlock.New(nodes, nil) // NodeTimeout: the default, 100 ms
+		if err != nil {
+			closeClients(cs)
+			return nil, err
+		}
+		return &redlockLocker{
+			clients: cs,
+			c:       c,
+			try:     &redlock.AcquireOptions{NoFence: noFence, Retry: redlock.NoRetry()},
+			wait:    &redlock.AcquireOptions{NoFence: noFence},
+		}, nil
+	}
+}
+
+func (l *redlockLocker) tryLock(ctx context.Context, key string) (held, error) {
+	lk, err := l.c.Acquire(ctx, key, ttl, l.try)
+	if err != nil {
+		return nil, err
+	}
+	return redlockHeld{lk}, nil
+}
+
+func (l *redlockLocker) lock(ctx context.Context, key string) (held, error) {
+	lk, err := l.c.Acquire(ctx, key, ttl, l.wait)
+	if err != nil {
+		return nil, err
+	}
+	return redlockHeld{lk}, nil
+}
+
+func (l *redlockLocker) close() {
+	_ = l.c.Close()
+	closeClients(l.clients)
+}
