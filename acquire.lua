@@ -29,27 +29,42 @@
 -- WRONGTYPE for a key of another type (or a hash without rl-owner),
 -- BADCOUNTER for a counter that is not a decimal in [0, 2^63-2] (INCR would
 -- fail or overflow after the SET).
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
-  return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
-end
 local hashed = ARGV[8] ~= nil
 local mode = ARGV[4]
 local queued = mode == 'wait' or mode == 'try'
-if queued then
+-- The lock key: a plain GET answers for a string or no key (the common
+-- case, one call); TYPE only when it is not a string, or for the hash form.
+local t, cur
+if hashed then
+  t = redis.call('TYPE', KEYS[1])['ok']
+else
+  cur = redis.pcall('GET', KEYS[1])
+  if type(cur) == 'table' then
+    t, cur = redis.call('TYPE', KEYS[1])['ok'], nil
+  else
+    t = cur and 'string' or 'none'
+  end
+end
+if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
+  return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
+end
+-- The queue keys are checked only when one exists (nobody waits: one call).
+local queueExists = false
+if queued and redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
   for i = 3, 4 do
     local qt = redis.call('TYPE', KEYS[i])['ok']
     if qt ~= 'none' and qt ~= 'zset' then
       return redis.error_reply('WRONGTYPE queue key ' .. KEYS[i] .. ' holds a ' .. qt .. ', not a queue')
     end
+    queueExists = queueExists or i == 3 and qt == 'zset'
   end
 end
 if ARGV[3] == '1' then
-  local ct = redis.call('TYPE', KEYS[2])['ok']
-  if ct ~= 'none' and ct ~= 'string' then
-    return redis.error_reply('WRONGTYPE fence counter key ' .. KEYS[2] .. ' holds a ' .. ct .. ', not a counter')
+  local c = redis.pcall('GET', KEYS[2])
+  if type(c) == 'table' then
+    return redis.error_reply('WRONGTYPE fence counter key ' .. KEYS[2] .. ' holds a ' ..
+      redis.call('TYPE', KEYS[2])['ok'] .. ', not a counter')
   end
-  local c = redis.call('GET', KEYS[2])
   if c ~= false then
     local decimal = c == '0' or string.match(c, '^[1-9]%d*$')
     if not decimal or #c > 19 or (#c == 19 and c >= '9223372036854775807') then
@@ -58,6 +73,16 @@ if ARGV[3] == '1' then
     end
   end
 end
+-- fence increments the counter and returns it as a decimal string, exact:
+-- INCR's reply passes through a Lua number, exact below 2^53; above, the
+-- counter is read back as a string.
+local function fence()
+  local n = redis.call('INCR', KEYS[2])
+  if n < 9007199254740992 then
+    return string.format('%.0f', n)
+  end
+  return redis.call('GET', KEYS[2])
+end
 -- now: node time in ms. head: drops the expired entries (dead waiters) and
 -- returns the queue's head, or false when nobody waits.
 local function now()
@@ -65,7 +90,7 @@ local function now()
   return tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 end
 local function head()
-  if redis.call('EXISTS', KEYS[3]) == 0 then
+  if not queueExists then
     return false
   end
   local n = now()
@@ -86,6 +111,7 @@ local function refuse(pttl)
   end
   head()
   redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
+  queueExists = true
   redis.call('ZADD', KEYS[4], now() + tonumber(ARGV[7]), ARGV[5])
   -- Every entry expires within ARGV[7] of its last refresh, so the queue
   -- keys can too: a queue nobody looks at again leaves nothing behind.
@@ -123,14 +149,12 @@ if hashed or t == 'hash' then
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
   if ARGV[3] == '1' then
-    redis.call('INCR', KEYS[2])
-    local f = redis.call('GET', KEYS[2])
+    local f = fence()
     redis.call('HSET', KEYS[1], 'rl-fence', f)
     return {1, f}
   end
   return {1, '0'}
 end
-local cur = redis.call('GET', KEYS[1])
 if cur == false then
   if queued then
     local h = head()
@@ -158,8 +182,6 @@ else
   end
 end
 if ARGV[3] == '1' then
-  redis.call('INCR', KEYS[2])
-  -- GET, not INCR's reply: that passes through a Lua number (2^53).
-  return {1, redis.call('GET', KEYS[2])}
+  return {1, fence()}
 end
 return {1, '0'}

@@ -10,7 +10,8 @@
 -- Returns 1 when deleted, 0 when the key is gone or holds another owner's
 -- value.
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
-local queue = redis.call('TYPE', q)['ok'] == 'zset' and redis.call('TYPE', qt)['ok'] == 'zset'
+local queue = redis.call('EXISTS', q, qt) == 2 and redis.call('TYPE', q)['ok'] == 'zset' and
+  redis.call('TYPE', qt)['ok'] == 'zset'
 if queue then
   local mine = ARGV[1]
   if string.sub(mine, -1) == '.' then
@@ -34,10 +35,12 @@ if queue then
     until cursor == '0'
   end
 end
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
+-- GET answers for a string (a plain lock) or no key; any other type is not
+-- ours.
+local cur = redis.pcall('GET', KEYS[1])
+if type(cur) ~= 'string' then
   return 0
 end
-local cur = redis.call('GET', KEYS[1])
 if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   local head, channel = '', ARGV[2]
