@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,44 +82,10 @@ func New(n int, opts *Options) (*Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("redlocktest: need at least 1 node, got %d", n)
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Image == "" {
-		o.Image = os.Getenv(ImageEnv)
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	switch {
-	case o.Expire == 0:
-		o.Expire = DefaultExpire
-	case o.Expire < 0:
-		return nil, fmt.Errorf("redlocktest: negative Options.Expire %v", o.Expire)
-	}
-	repo, tag, err := splitImage(o.Image)
+	o, pool, repo, tag, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}
-
-	pool, err := dockertest.NewPool("")
-	if err != nil {
-		return nil, fmt.Errorf("redlocktest: cannot create a Docker client (check DOCKER_HOST): %w", err)
-	}
-	pool.MaxWait = readyWait
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = pool.Client.PingWithContext(ctx)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("redlocktest: Docker is not reachable at %s (is the Docker daemon running? set DOCKER_HOST to use another one): %w",
-			pool.Client.Endpoint(), err)
-	}
-	ref := repo + ":" + tag
-	if err := ensureImage(pool, ref); err != nil {
-		return nil, err
-	}
-	reapExpired(pool)
 
 	expCtx, stopExp := context.WithCancel(context.Background())
 	c := &Cluster{

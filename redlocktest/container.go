@@ -94,17 +94,25 @@ func newClient(addr string) *redis.Client {
 // waitReady PINGs nd with pool.Retry until it answers, giving up early with
 // the container's log if the container has exited.
 func (c *Cluster) waitReady(nd *node) error {
+	return waitPinged(c.pool, nd.id, fmt.Sprintf("%s (container %s)", nd.addr, nd.name),
+		func(ctx context.Context) error { return nd.client.Ping(ctx).Err() })
+}
+
+// waitPinged calls ping until it answers, giving up early with the
+// container's log if container id (described by what, in errors) has
+// exited.
+func waitPinged(pool *dockertest.Pool, id, what string, ping func(ctx context.Context) error) error {
 	var pingErr, exitErr error
-	err := c.pool.Retry(func() error {
+	err := pool.Retry(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 		defer cancel()
-		if pingErr = nd.client.Ping(ctx).Err(); pingErr == nil {
+		if pingErr = ping(ctx); pingErr == nil {
 			return nil
 		}
-		ctr, err := c.pool.Client.InspectContainerWithContext(nd.id, ctx)
+		ctr, err := pool.Client.InspectContainerWithContext(id, ctx)
 		if err == nil && !ctr.State.Running {
-			exitErr = fmt.Errorf("redis-server in container %s exited with code %d; log: %s",
-				nd.name, ctr.State.ExitCode, c.logTail(nd.id))
+			exitErr = fmt.Errorf("redlocktest: redis-server of %s exited with code %d; log: %s",
+				what, ctr.State.ExitCode, logTail(pool, id))
 			return backoff.Permanent(exitErr)
 		}
 		return pingErr
@@ -115,17 +123,17 @@ func (c *Cluster) waitReady(nd *node) error {
 	case exitErr != nil:
 		return exitErr
 	default:
-		return fmt.Errorf("%s (container %s) did not answer PING within %v: %v; log: %s",
-			nd.addr, nd.name, c.pool.MaxWait, pingErr, c.logTail(nd.id))
+		return fmt.Errorf("redlocktest: %s did not answer PING within %v: %v; log: %s",
+			what, pool.MaxWait, pingErr, logTail(pool, id))
 	}
 }
 
-// logTail returns the last lines of the container's output, for errors.
-func (c *Cluster) logTail(id string) string {
+// logTail returns the last lines of container id's log.
+func logTail(pool *dockertest.Pool, id string) string {
 	var buf bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := c.pool.Client.Logs(dc.LogsOptions{
+	err := pool.Client.Logs(dc.LogsOptions{
 		Context:      ctx,
 		Container:    id,
 		OutputStream: &buf,

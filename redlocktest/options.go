@@ -1,8 +1,12 @@
 package redlocktest
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"time"
 
+	"github.com/ory/dockertest/v3"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -53,4 +57,48 @@ type Options struct {
 	// without calling Close. It is rounded up to whole seconds and is not
 	// extended by Restart. Default 30m; negative is an error.
 	Expire time.Duration
+}
+
+// prepare fills in opts' defaults (nil: all of them), checks that Docker
+// answers, makes sure the image is there (building it if need be) and
+// removes containers of earlier runs past their expiry: what New and the
+// deployments (TLS, Sentinel, Redis Cluster) do first.
+func prepare(opts *Options) (o Options, pool *dockertest.Pool, repo, tag string, err error) {
+	if opts != nil {
+		o = *opts
+	}
+	if o.Image == "" {
+		o.Image = os.Getenv(ImageEnv)
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	switch {
+	case o.Expire == 0:
+		o.Expire = DefaultExpire
+	case o.Expire < 0:
+		return o, nil, "", "", fmt.Errorf("redlocktest: negative Options.Expire %v", o.Expire)
+	}
+	repo, tag, err = splitImage(o.Image)
+	if err != nil {
+		return o, nil, "", "", err
+	}
+	pool, err = dockertest.NewPool("")
+	if err != nil {
+		return o, nil, "", "", fmt.Errorf("redlocktest: cannot create a Docker client (check DOCKER_HOST): %w", err)
+	}
+	pool.MaxWait = readyWait
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = pool.Client.PingWithContext(ctx)
+	cancel()
+	if err != nil {
+		return o, nil, "", "", fmt.Errorf("redlocktest: Docker is not reachable at %s (is the Docker daemon running? set DOCKER_HOST to use another one): %w",
+			pool.Client.Endpoint(), err)
+	}
+	ref := repo + ":" + tag
+	if err := ensureImage(pool, ref); err != nil {
+		return o, nil, "", "", err
+	}
+	reapExpired(pool)
+	return o, pool, repo, tag, nil
 }

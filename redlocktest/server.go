@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
 )
@@ -41,43 +40,11 @@ type deployment struct {
 // newDeployment checks Docker and the image as New does. opts may be nil;
 // its Image, NoPersistence, Args and Expire apply.
 func newDeployment(kind string, opts *Options) (*deployment, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Image == "" {
-		o.Image = os.Getenv(ImageEnv)
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	switch {
-	case o.Expire == 0:
-		o.Expire = DefaultExpire
-	case o.Expire < 0:
-		return nil, fmt.Errorf("redlocktest: negative Options.Expire %v", o.Expire)
-	}
-	repo, tag, err := splitImage(o.Image)
+	o, pool, repo, tag, err := prepare(opts)
 	if err != nil {
 		return nil, err
-	}
-	pool, err := dockertest.NewPool("")
-	if err != nil {
-		return nil, fmt.Errorf("redlocktest: cannot create a Docker client (check DOCKER_HOST): %w", err)
-	}
-	pool.MaxWait = readyWait
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = pool.Client.PingWithContext(ctx)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("redlocktest: Docker is not reachable at %s (is the Docker daemon running? set DOCKER_HOST to use another one): %w",
-			pool.Client.Endpoint(), err)
 	}
 	ref := repo + ":" + tag
-	if err := ensureImage(pool, ref); err != nil {
-		return nil, err
-	}
-	reapExpired(pool)
 	args := []string{"--protected-mode", "no"}
 	if o.NoPersistence {
 		args = append(args, "--appendonly", "no", "--save", "")
@@ -179,38 +146,10 @@ func (d *deployment) start(spec serverSpec) (*server, error) {
 // error (sentinel clients are not UniversalClients).
 type pinger func(ctx context.Context) error
 
-// waitReady calls ping until it answers, giving up early with
-// the container's log if the container has exited.
+// waitReady calls ping until it answers, giving up early with the
+// container's log if the container has exited.
 func (d *deployment) waitReady(s *server, ping pinger) error {
-	var pingErr, exitErr error
-	err := d.pool.Retry(func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
-		defer cancel()
-		if pingErr = ping(ctx); pingErr == nil {
-			return nil
-		}
-		ctr, err := d.pool.Client.InspectContainerWithContext(s.id, ctx)
-		if err == nil && !ctr.State.Running {
-			exitErr = fmt.Errorf("redlocktest: redis-server in container %s exited with code %d; log: %s",
-				s.name, ctr.State.ExitCode, d.logTail(s.id))
-			return backoff.Permanent(exitErr)
-		}
-		return pingErr
-	})
-	switch {
-	case err == nil:
-		return nil
-	case exitErr != nil:
-		return exitErr
-	default:
-		return fmt.Errorf("redlocktest: container %s did not answer PING within %v: %v; log: %s",
-			s.name, d.pool.MaxWait, pingErr, d.logTail(s.id))
-	}
-}
-
-// logTail is Cluster.logTail for the deployment's pool.
-func (d *deployment) logTail(id string) string {
-	return (&Cluster{pool: d.pool}).logTail(id)
+	return waitPinged(d.pool, s.id, "container "+s.name, ping)
 }
 
 // close force-removes every container of the deployment with its volumes.
