@@ -127,11 +127,11 @@ func New(n int, opts *Options) (*Cluster, error) {
 	return c, nil
 }
 
-// Start is New for tests: it calls tb.Fatalf if New fails and registers
-// Close with tb.Cleanup, reporting a Close error with tb.Errorf.
-func Start(tb testing.TB, n int, opts *Options) *Cluster {
+// started is what every Start function does with what its New returned:
+// tb.Fatalf if it failed, and Close registered with tb.Cleanup, a Close
+// error reported with tb.Errorf.
+func started[T interface{ Close() error }](tb testing.TB, c T, err error) T {
 	tb.Helper()
-	c, err := New(n, opts)
 	if err != nil {
 		tb.Fatalf("%v", err)
 	}
@@ -141,6 +141,14 @@ func Start(tb testing.TB, n int, opts *Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// Start is New for tests: it calls tb.Fatalf if New fails and registers
+// Close with tb.Cleanup, reporting a Close error with tb.Errorf.
+func Start(tb testing.TB, n int, opts *Options) *Cluster {
+	tb.Helper()
+	c, err := New(n, opts)
+	return started(tb, c, err)
 }
 
 // FlushAll runs FLUSHALL on every running node (stopped, killed and paused

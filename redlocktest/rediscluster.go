@@ -118,15 +118,7 @@ func (c *RedisCluster) start(masters int) error {
 func StartRedisCluster(tb testing.TB, masters int, opts *Options) *RedisCluster {
 	tb.Helper()
 	c, err := NewRedisCluster(masters, opts)
-	if err != nil {
-		tb.Fatalf("%v", err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("%v", err)
-		}
-	})
-	return c
+	return started(tb, c, err)
 }
 
 // Client returns the cluster client (go-redis NewClusterClient) of the

@@ -135,16 +135,8 @@ func (s *Sentinel) until(what string, cond func(ctx context.Context) bool) error
 // error with tb.Errorf.
 func StartSentinel(tb testing.TB, opts *Options) *Sentinel {
 	tb.Helper()
-	s, err := NewSentinel(opts)
-	if err != nil {
-		tb.Fatalf("%v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("%v", err)
-		}
-	})
-	return s
+	c, err := NewSentinel(opts)
+	return started(tb, c, err)
 }
 
 // Client returns the failover client (go-redis NewFailoverClient) of the

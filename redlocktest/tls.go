@@ -123,15 +123,7 @@ func (c *TLSCluster) startNode(args []string, files map[string][]byte, plain boo
 func StartTLS(tb testing.TB, n int, opts *TLSOptions) *TLSCluster {
 	tb.Helper()
 	c, err := NewTLS(n, opts)
-	if err != nil {
-		tb.Fatalf("%v", err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("%v", err)
-		}
-	})
-	return c
+	return started(tb, c, err)
 }
 
 // Certs returns the certificates the nodes use.
