@@ -9,6 +9,7 @@ import (
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -131,7 +132,9 @@ func (c *Cluster) RestartEmpty(i int) error {
 
 // ClockJump makes key expire now on node i, and on no other node: if the
 // key has a time to live, it is cut to 1ms (PEXPIRE key 1 XX) and
-// ClockJump waits until the key is gone. This is what a forward jump of
+// ClockJump waits until what it held is gone (the key is absent, or already
+// holds something else: a lock handed on in one step, as a release that
+// grants the next waiter does, is never absent). This is what a forward jump of
 // node i's clock does, since Redis expires keys by wall-clock time: the
 // lock key vanishes from that node while its holder still counts on it.
 // As with a real clock jump, a key without a TTL (a fencing counter) is
@@ -157,21 +160,25 @@ func (c *Cluster) clockJump(i int, key string) error {
 	nd := c.nodes[i]
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
-	set, err := nd.client.Do(ctx, "PEXPIRE", key, 1, "XX").Bool()
-	if err != nil {
+	// What the key holds now (its serialized value), cut to 1ms in the same
+	// step.
+	pipe := nd.client.TxPipeline()
+	was := pipe.Dump(ctx, key)
+	exp := pipe.Do(ctx, "PEXPIRE", key, 1, "XX")
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("redlocktest: ClockJump(%d, %q): PEXPIRE on %s: %w; is the node running and not paused?", i, key, nd.addr, err)
 	}
-	if !set {
+	if set, _ := exp.Bool(); !set {
 		return nil // no such key, or no TTL
 	}
 	for {
 		// On a master, reading an expired key deletes it.
-		n, err := nd.client.Exists(ctx, key).Result()
-		if err != nil {
-			return fmt.Errorf("redlocktest: ClockJump(%d, %q): EXISTS on %s: %w", i, key, nd.addr, err)
-		}
-		if n == 0 {
+		now, err := nd.client.Dump(ctx, key).Result()
+		if errors.Is(err, redis.Nil) || err == nil && now != was.Val() {
 			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("redlocktest: ClockJump(%d, %q): DUMP on %s: %w", i, key, nd.addr, err)
 		}
 		select {
 		case <-ctx.Done():

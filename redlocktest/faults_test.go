@@ -319,3 +319,45 @@ func TestFaultsRecord(t *testing.T) {
 		t.Errorf("recorded faults:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A lock handed on in one step (a release that grants the next waiter) is
+// never absent: ClockJump returns once the value it cut is gone, even if
+// the key already holds another.
+func TestClockJumpKeyTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1, nil)
+	ctx := ctxT(t)
+	n := c.Client(0)
+	if err := n.Set(ctx, "lock", "first", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Whoever comes next takes the key the moment it is free, again and
+	// again: a script that only waits for EXISTS 0 rarely sees it.
+	taker := n.Options()
+	taker.PoolSize = 1
+	other := redis.NewClient(taker)
+	defer other.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // owner: the test; stopped by stop, joined by <-done
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			other.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000) end`,
+				[]string{"lock"}, fmt.Sprint("next", i))
+		}
+	}()
+	err := c.ClockJump(0, "lock")
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("ClockJump(0, lock) with the key taken at once = %v; want nil", err)
+	}
+	if v := n.Get(ctx, "lock").Val(); v == "first" {
+		t.Fatalf("the key still holds %q after ClockJump; want it cut", v)
+	}
+}
