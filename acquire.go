@@ -73,7 +73,9 @@ type lease struct {
 	// The waiting order (queue.go), fixed by enqueue.
 	mode                    string // queueWait, queueTry or queueBarge
 	queueKey, queueTimesKey string
-	member                  string      // the call's queue entry: "<token>:<client>"
+	member                  string      // the call's queue entry: "<token>:<client>", and ":<ttl>:<fence>" when grantable
+	grantable               bool        // a release may grant the call the key (release.lua): a plain lock's waiter
+	gaveUp                  atomic.Bool // the call failed: its grants go when it leaves the queue
 	priority                string      // the call's rank in the queue, alike on every node
 	acquireKeys             []string    // the acquire script's KEYS
 	acquireArgs             []any       // its ARGV after the attempt's value
@@ -179,6 +181,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	ls.enqueue(queueMode(&o), c.clock.Now(), c.waker.id)
 	cl := &call{leaveTurn: leave}
 	l, attempts, err := c.acquire(ctx, cl, ls, &o)
+	ls.gaveUp.Store(err != nil) // before queueDone: see lateQueued
 	ls.queueDone.Store(true)
 	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
 	if err != nil {
@@ -201,7 +204,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 // made.
 func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOptions) (*Lock, int, error) {
 	var wake <-chan struct{}
+	var granted func() []uint64
 	channel, id := c.wakeOn(ls)
+	first := c.clock.Now() // no release can grant the call the key before its first attempt
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, attempt - 1, &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Attempts: attempt - 1,
@@ -222,7 +227,7 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		if wake == nil {
 			// Contended: from now on a release of this name wakes us.
 			var cancel func()
-			wake, cancel = c.waker.watch(channel, id)
+			wake, granted, cancel = c.waker.watch(channel, id)
 			defer cancel()
 		}
 		t := time.NewTimer(ls.waitDelay(delay, o.Retry, func() bool { return c.waker.subscribed(channel) }))
@@ -230,6 +235,11 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		case <-t.C:
 		case <-wake:
 			t.Stop()
+			if ls.grantable {
+				if l := c.takeGrant(ctx, cl, ls, granted(), first); l != nil {
+					return l, attempt, nil
+				}
+			}
 			// A barging waiter shares each notice with one waiter of
 			// every other process. A short random pause spreads them
 			// out, so the first to reach the nodes takes them all

@@ -19,7 +19,8 @@
 -- "h:<token>", holding the number of the attempt that wrote it, so that
 -- attempts compare as string values do. A key of the other form is another
 -- owner's: held, never an error, never taken over.
--- Returns {1, fence} when the key now holds this attempt's value, with fence
+-- Returns {1, fence} when the key now holds this attempt's value (or the
+-- release's grant to the call, "<token>.0", which stays), with fence
 -- the counter as a decimal string (exact past 2^53; "0" without fencing);
 -- {0, pttl} when someone else holds the key (or a later attempt of the same
 -- call: an attempt never takes a key back from a newer one), or {0, 0} when
@@ -171,11 +172,17 @@ else
   -- late grant. Take it over; never the other way round, or a delayed
   -- request of an old attempt could hand the key back to a value whose
   -- cleanup is on its way.
-  local dot = string.find(v, '.', 1, true)
+  -- A release's grant to this call ("<token>.0", release.lua) is kept as
+  -- it is, refreshed: the call may count it from the grant's notice while
+  -- this attempt fails, and a failed attempt's cleanup deletes only its own
+  -- value.
+  local dot = string.find(v, '.', 1, true) or #v
   local prefix = string.sub(v, 1, dot)
   local mine = tonumber(string.sub(v, dot + 1))
   local theirs = string.sub(cur, 1, #prefix) == prefix and tonumber(string.sub(cur, #prefix + 1))
-  if theirs and mine and theirs < mine then
+  if theirs == 0 and cur == prefix .. '0' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  elseif theirs and mine and theirs < mine then
     redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
   else
     return refuse(redis.call('PTTL', KEYS[1]))

@@ -445,11 +445,11 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
 	defer w.close()
-	head, cancelHead := w.watch("ch", "head")
+	head, _, cancelHead := w.watch("ch", "head")
 	defer cancelHead()
-	other, cancelOther := w.watch("ch", "other")
+	other, _, cancelOther := w.watch("ch", "other")
 	defer cancelOther()
-	barger, cancelBarger := w.watch("ch", "")
+	barger, _, cancelBarger := w.watch("ch", "")
 	defer cancelBarger()
 	woken := func(ch <-chan struct{}) bool {
 		select {
@@ -460,7 +460,7 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 		}
 	}
 	for i := 1; i <= 3; i++ {
-		w.notify("ch", "head")
+		w.notify(0, "ch", "head")
 		if got, want := woken(head), i == 3; got != want {
 			t.Fatalf("after %d notices naming the head: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
 		}
@@ -471,7 +471,7 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	if woken(other) {
 		t.Fatal("a queued waiter not named by the notices was woken")
 	}
-	w.notify("ch", "")
+	w.notify(0, "ch", "")
 	if woken(head) || woken(other) || !woken(barger) {
 		t.Fatal("an empty notice (nobody queued) must wake the barging waiter only")
 	}

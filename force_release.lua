@@ -25,9 +25,9 @@ redis.call('DEL', KEYS[1])
 local head, channel = '', ARGV[1]
 if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
   head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
-  local sep = string.find(head, ':', 1, true)
-  if sep then
-    channel = channel .. ':' .. string.sub(head, sep + 1)
+  local client = string.match(head, '^[^:]*:([^:]+)')
+  if client then
+    channel = channel .. ':' .. client
   end
 end
 redis.call('PUBLISH', channel, head)

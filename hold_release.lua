@@ -50,9 +50,9 @@ if redis.call('TYPE', q)['ok'] == 'zset' and redis.call('TYPE', qt)['ok'] == 'zs
     end
   until cursor == '0'
   head = redis.call('ZRANGE', q, 0, 0)[1] or ''
-  local sep = string.find(head, ':', 1, true)
-  if sep then
-    channel = channel .. ':' .. string.sub(head, sep + 1)
+  local client = string.match(head, '^[^:]*:([^:]+)')
+  if client then
+    channel = channel .. ':' .. client
   end
 end
 redis.call('PUBLISH', channel, head)

@@ -63,6 +63,14 @@ func (cl *call) win() {
 	cl.open, cl.held, cl.late = false, true, nil
 }
 
+// winGrant marks the call as won from the releases' grants (takeGrant),
+// not by an attempt: late answers of its attempts clean up themselves.
+func (cl *call) winGrant() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.attempt, cl.open, cl.held, cl.late = 0, false, true, nil
+}
+
 // end marks the call's lock as ended: late answers clean up themselves.
 func (cl *call) end() {
 	cl.mu.Lock()

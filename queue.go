@@ -72,6 +72,12 @@ func queueMode(o *AcquireOptions) string {
 func (ls *lease) enqueue(mode string, start time.Time, client string) {
 	ls.mode = mode
 	ls.member = ls.token + ":" + client
+	if mode == queueWait && ls.hold == "" {
+		// A plain lock's waiter tells the nodes its TTL and fencing, so
+		// that a release can grant it the key (release.lua).
+		ls.grantable = true
+		ls.member += ":" + ls.ttlArg + ":" + ls.fenceArg
+	}
 	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
 	switch mode {
 	case queueWait:
@@ -177,7 +183,8 @@ func (c *Client) lateQueued(ctx context.Context, ls *lease, node int) {
 
 // leaveQueue takes the call's entry out of the queue on every node, best
 // effort, waiting for them or the per-node timeout even if ctx has ended: a
-// call that gave up must not keep the others waiting behind it.
+// call that gave up must not keep the others waiting behind it. A release's
+// grant to the call goes with it (the caller set ls.gaveUp).
 func (c *Client) leaveQueue(ctx context.Context, ls *lease) {
 	if ls.mode != queueWait {
 		return
@@ -195,7 +202,11 @@ func (c *Client) leaveNodes(ctx context.Context, ls *lease, which func(i int) bo
 	for i := range sel {
 		sel[i] = which(i)
 	}
-	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, c.releaseChannel(ls.key))
+	gaveUp := "0" // a call that won keeps the grants: they are its lock
+	if ls.gaveUp.Load() {
+		gaveUp = "1"
+	}
+	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, c.releaseChannel(ls.key), gaveUp)
 	scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, req, sel,
 		int64Reply, func(int64, error) bool { return true }, nil)
 }

@@ -84,7 +84,7 @@ func (ls *lease) extendRequest(ttlArg string) *request {
 func (ls *lease) releaseRequest(channel string) *request {
 	keys := []string{ls.key, ls.queueKey, ls.queueTimesKey}
 	if ls.hold == "" {
-		return newRequest(releaseScript, keys, ls.prefix, channel)
+		return newRequest(releaseScript, append(keys, ls.fenceKey), ls.prefix, channel)
 	}
 	return newRequest(holdReleaseScript, keys, ls.token, ls.hold, channel, "")
 }

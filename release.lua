@@ -7,9 +7,17 @@
 -- entry ("<token>:<client>") leaves the queue, and the release is announced
 -- to the queue's head (the only waiter the free key will go to): its entry,
 -- on ARGV[2] .. ':' .. <client>; or "" on ARGV[2] when nobody queues.
+-- A head that queued for a plain lock ("<token>:<client>:<ttl ms>:<f>", f
+-- "1" fenced, "0" not) is granted the free key at once: the key is set to
+-- "<token>.0" for its TTL, the fence counter KEYS[4] (by default KEYS[1] ..
+-- ':fence') incremented when fenced, and the notice "<entry> <fence>"
+-- published; if no connection of the head's Client listens on this node (its
+-- process is gone), the grant is undone and nobody is woken. Any other head
+-- gets the notice "<entry>" and takes the key with its next attempt.
 -- Returns 1 when deleted, 0 when the key is gone or holds another owner's
 -- value.
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
+local fenceKey = KEYS[4] or (KEYS[1] .. ':fence')
 local queue = redis.call('EXISTS', q, qt) == 2 and redis.call('TYPE', q)['ok'] == 'zset' and
   redis.call('TYPE', qt)['ok'] == 'zset'
 if queue then
@@ -35,6 +43,32 @@ if queue then
     until cursor == '0'
   end
 end
+-- grantable: whether the free key may be granted to a head that asks for
+-- fencing (fenced "1") or not: not over a fence counter that is not a
+-- decimal in [0, 2^63-2] (the acquire script's check).
+local function grantable(fenced)
+  if fenced ~= '1' then
+    return true
+  end
+  local c = redis.pcall('GET', fenceKey)
+  if c == false then
+    return true
+  end
+  if type(c) ~= 'string' or not (c == '0' or string.match(c, '^[1-9]%d*$')) or #c > 19 or
+    (#c == 19 and c >= '9223372036854775807') then
+    return false
+  end
+  return true
+end
+-- fence increments the counter and returns it as a decimal string, exact
+-- (as in the acquire script).
+local function fence()
+  local n = redis.call('INCR', fenceKey)
+  if n < 9007199254740992 then
+    return string.format('%.0f', n)
+  end
+  return redis.call('GET', fenceKey)
+end
 -- GET answers for a string (a plain lock) or no key; any other type is not
 -- ours.
 local cur = redis.pcall('GET', KEYS[1])
@@ -56,9 +90,21 @@ if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
       end
     until #dead < 100
     head = redis.call('ZRANGE', q, 0, 0)[1] or ''
-    local sep = string.find(head, ':', 1, true)
-    if sep then
-      channel = channel .. ':' .. string.sub(head, sep + 1)
+    local token, client, ttl, fenced = string.match(head, '^([^:]+):([^:]+):(%d+):([01])$')
+    client = client or string.match(head, '^[^:]*:([^:]+)')
+    if client then
+      channel = channel .. ':' .. client
+    end
+    if token and grantable(fenced) then
+      redis.call('SET', KEYS[1], token .. '.0', 'PX', ttl)
+      local f = '0'
+      if fenced == '1' then
+        f = fence()
+      end
+      if redis.call('PUBLISH', channel, head .. ' ' .. f) == 0 then
+        redis.call('DEL', KEYS[1])
+      end
+      return 1
     end
   end
   redis.call('PUBLISH', channel, head)

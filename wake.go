@@ -2,7 +2,11 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,28 +58,49 @@ func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger, goes *tr
 // waiter is one waiting Acquire call: id is its queue entry when it queues,
 // "" when it barges.
 type waiter struct {
-	id   string
-	ch   chan struct{}
-	seen *int // notices naming id not yet acted on
+	id string
+	ch chan struct{}
+	st *waitState
+}
+
+// waitState is what the notices naming a queued waiter told it.
+type waitState struct {
+	seen   int      // notices naming it not yet acted on
+	fences []uint64 // per node: the fence of the node's grant to it (release.lua), if granted
+	grants []bool   // per node: the node granted it the key
 }
 
 // watch registers a waiter with id (see waiter) for releases on channel and
-// returns the channel it is woken on and a func that unregisters it. The
-// subscription is made in the background: watch never blocks on a node.
-func (w *waker) watch(channel, id string) (<-chan struct{}, func()) {
+// returns the channel it is woken on, a func that returns the fences of the
+// nodes whose releases granted it the key (see notify), and a func that
+// unregisters it. The subscription is made in the background: watch never
+// blocks on a node.
+func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, func()) {
 	ch := make(chan struct{}, 1)
+	st := &waitState{fences: make([]uint64, len(w.nodes)), grants: make([]bool, len(w.nodes))}
+	granted := func() []uint64 {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var fs []uint64
+		for i, ok := range st.grants {
+			if ok {
+				fs = append(fs, st.fences[i])
+			}
+		}
+		return fs
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return ch, func() {}
+		return ch, granted, func() {}
 	}
 	w.startLocked()
 	if len(w.waiters[channel]) == 0 {
 		delete(w.idle, channel)
 		w.kickLocked()
 	}
-	w.waiters[channel] = append(w.waiters[channel], waiter{id: id, ch: ch, seen: new(int)})
-	return ch, func() {
+	w.waiters[channel] = append(w.waiters[channel], waiter{id: id, ch: ch, st: st})
+	return ch, granted, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		q := w.waiters[channel]
@@ -105,7 +130,7 @@ func (w *waker) startLocked() {
 		w.kicks[i] = make(chan struct{}, 1)
 		if n.sub != nil {
 			kick := w.kicks[i]
-			w.goes.Go(func() { w.run(n, kick) })
+			w.goes.Go(func() { w.run(i, n, kick) })
 		}
 	}
 }
@@ -121,11 +146,18 @@ func (w *waker) kickLocked() {
 
 // run owns node's subscription: it brings the subscribed channels in line
 // with the wanted set whenever kicked, and passes notices on.
-func (w *waker) run(n node, kick chan struct{}) {
+func (w *waker) run(i int, n node, kick chan struct{}) {
 	ctx := context.Background()
 	ps := n.sub.Subscribe(ctx)
-	defer ps.Close()
-	msgs := ps.Channel()
+	read := make(chan struct{})
+	w.goes.Go(func() {
+		defer close(read)
+		w.read(i, ps)
+	})
+	defer func() {
+		_ = ps.Close() // ends read
+		<-read
+	}()
 	linger := time.NewTicker(subscriptionLinger)
 	defer linger.Stop()
 	have := map[string]bool{}
@@ -133,11 +165,6 @@ func (w *waker) run(n node, kick chan struct{}) {
 		select {
 		case <-w.stop:
 			return
-		case m, ok := <-msgs:
-			if !ok {
-				return
-			}
-			w.notify(m.Channel, m.Payload)
 		case <-linger.C:
 			w.mu.Lock()
 			for c, t := range w.idle {
@@ -197,14 +224,55 @@ func (w *waker) run(n node, kick chan struct{}) {
 	}
 }
 
-// notify wakes the waiter named head, if it is ours, and the
-// longest-waiting barging waiter on channel. Every node announces the same
-// release, so one release brings up to N notices. A queued waiter is woken
-// by the quorum-th notice naming it: only then can its attempt win, where an
-// earlier one would meet the old holder's key on too many nodes and fail. A
-// barging waiter is woken by every notice (a wake-up is buffered once) and
-// stays first in line until it gets the lock or gives up.
-func (w *waker) notify(channel, head string) {
+// read passes node i's notices on as they come, until ps is closed. It
+// reads the subscription itself rather than through ps.Channel, whose
+// forwarding goroutine would add one more hand-over to the path of every
+// handoff. As ps.Channel does, it pings a subscription that has been
+// silent for pubsubPing (go-redis reconnects and subscribes again when the
+// connection fails) and pauses between failures in a row.
+func (w *waker) read(i int, ps *redis.PubSub) {
+	ctx := context.Background()
+	failures := 0
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, pubsubPing)
+		var nerr net.Error
+		switch {
+		case errors.Is(err, redis.ErrClosed):
+			return
+		case errors.As(err, &nerr) && nerr.Timeout():
+			_ = ps.Ping(ctx) // its answer, or the failure, comes to ReceiveTimeout
+			continue
+		case err != nil:
+			if failures++; failures > 1 {
+				select {
+				case <-w.stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			continue
+		}
+		failures = 0
+		if m, ok := msg.(*redis.Message); ok {
+			w.notify(i, m.Channel, m.Payload)
+		}
+	}
+}
+
+// pubsubPing is how long a silent subscription goes before read pings it.
+const pubsubPing = time.Minute
+
+// notify passes on node's notice on channel: the head's queue entry, or
+// "<entry> <fence>" when the node's release granted the head the key. It
+// wakes the waiter named, if it is ours, and the longest-waiting barging
+// waiter on channel. Every node announces the same release, so one release
+// brings up to N notices. A queued waiter is woken by the quorum-th notice
+// naming it: only then can it take the lock from the grants, or its attempt
+// win, where an earlier one would meet the old holder's key on too many
+// nodes and fail. A barging waiter is woken by every notice (a wake-up is
+// buffered once) and stays first in line until it gets the lock or gives up.
+func (w *waker) notify(node int, channel, payload string) {
+	head, fence, granted := strings.Cut(payload, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	barger := false
@@ -214,10 +282,15 @@ func (w *waker) notify(channel, head string) {
 		}
 		barger = barger || c.id == ""
 		if c.id != "" {
-			if *c.seen++; *c.seen < w.need {
+			if f, err := strconv.ParseUint(fence, 10, 64); granted && err == nil && node < len(c.st.grants) {
+				// A node grants a call again only after its earlier grant
+				// expired; the key holds the latest, with the larger fence.
+				c.st.grants[node], c.st.fences[node] = true, max(c.st.fences[node], f)
+			}
+			if c.st.seen++; c.st.seen < w.need {
 				continue
 			}
-			*c.seen = 0
+			c.st.seen = 0
 		}
 		select {
 		case c.ch <- struct{}{}:

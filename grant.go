@@ -1,0 +1,72 @@
+package redlock
+
+import (
+	"context"
+	"time"
+)
+
+// Handoff by grant (docs/design.md, "Waiting in order"). When a release
+// frees a key whose queue's head waits for a plain lock, the release script
+// sets the key to "<token>.0" for the head's TTL, increments the fence
+// counter if the head is fenced, and tells the head so in its notice
+// (release.lua). A head that hears of such grants from a quorum of the nodes
+// holds the lock without a round of its own, which halves the time a
+// handoff between processes takes.
+//
+// Its validity counts from the start of its call's first attempt: a grant
+// needs the call's queue entry on the node, which only an attempt of the
+// call can have put there, so every grant came after that start, and each
+// grant's key lives at least the TTL from then (nothing shortens it: the
+// call's own attempts keep it and only refresh it, a failed attempt's
+// cleanup deletes its own value only, and the key goes only with the lock's
+// release, the call's leaving the queue when it gives up, or a forced
+// release). The fences are those the grants returned, planned and written
+// back like an attempt's.
+//
+// A call that has waited longer than 1/grantShare of its TTL does not take
+// the lock from the grants but makes one more attempt, which finds the
+// grants and succeeds on them, so that its lock's validity counts from that
+// attempt rather than from the start of a long wait. (A lock's deadline is
+// its start plus its validity, which is the TTL less the time since the
+// start and the drift: a lock taken from the grants keeps at least
+// 1-2/grantShare of its TTL, less the drift.)
+//
+// A grant goes only to a head whose Client listens on the node (the release
+// undoes it otherwise): a waiter whose process is gone is skipped as before,
+// when its entry expires. A waiter that hangs without closing its
+// connections, and becomes the head meanwhile, holds the key as a hung
+// holder does: until the TTL.
+const grantShare = 10
+
+// takeGrant returns the lock that the releases' grants to the call made,
+// fences being the grants' fences (one per granting node), or nil when
+// they are too few, the wait was too long, or a fence write-back failed: the
+// caller then makes an attempt. first is when the call's first attempt
+// began.
+func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []uint64, first time.Time) *Lock {
+	if len(fences) < c.quorum || ctx.Err() != nil {
+		return nil
+	}
+	elapsed := c.clock.Now().Sub(first)
+	if elapsed > ls.ttl/grantShare {
+		return nil
+	}
+	v := validity(ls.ttl, elapsed, c.opts.DriftFactor)
+	var fence uint64
+	if ls.fenceArg == "1" {
+		plan := planFence(fences, c.quorum)
+		fence = plan.fence
+		if plan.writeBack {
+			if wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v)); wb.ok < c.quorum {
+				return nil
+			}
+			v = validity(ls.ttl, c.clock.Now().Sub(first), c.opts.DriftFactor)
+		}
+	}
+	until := first.Add(v)
+	if v <= 0 || !c.clock.Now().Before(until) {
+		return nil
+	}
+	cl.winGrant()
+	return newLock(c, ls, fence, until, cl)
+}
