@@ -27,10 +27,13 @@
 // node late never deletes the key of a later attempt.
 //
 // Waiting calls line up in one order that every node keeps alike: each node
-// grants a free key only to the head of the name's queue (ordered by each
-// time each call began to contend, as its client saw it), and a release wakes only that
-// head, so it wins every node on its first try. The order only adds
-// refusals, never a grant. A try-lock never queues, and
+// grants a free key only to the head of the name's queue (ordered by the
+// time each call began to contend, as its client saw it), and a release
+// wakes only that head. A release hands a plain lock's key to the head in
+// the same step (the key set to "<token>.0" for its TTL, a fence taken), and
+// a head that hears of such grants from a majority holds the lock without a
+// round of its own, its validity counted from the start of its first
+// attempt, which came before every grant. A try-lock never queues, and
 // [AcquireOptions].Barging opts out (see the README, "Waiting in order").
 //
 // Extend and Release are compare-then-act scripts: they touch a key only if
