@@ -272,7 +272,27 @@ var modelBounds = []struct {
 	// design; fences, the guard and the keys must still be right.
 	{"jumps: 2 clients, no message faults", modelWorld(newProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 2, 1, 1), pAll &^ pMutex, 10, 14, false},
 	{"jumps: 2 clients, message faults", modelWorld(newProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 8, 11, false},
+
+	// The grant protocol: releases grant the key to a waiting call, which
+	// may hold through the grant path. In 3 nodes a first grant takes 9
+	// steps and the grant path 16, so the 3-node worlds bound the depth and
+	// one of them is cut down (one attempt, no extends, counters at 0) to
+	// reach the grant path and its expiry under -long; the 1-node worlds
+	// (quorum 1) are checked completely: every reachable state, at any depth.
+	{"grants: 2 clients, no message faults", modelWorld(grantProtocol, noFault, 2, 3, 2, 1, 1), pAll, 10, 15, false},
+	{"grants: 2 clients, message faults", modelWorld(grantProtocol, honest, 2, 3, 2, 1, 1), pAll, 8, 11, false},
+	{"grants: 2 clients, 1 attempt, no extends, to the grant path", modelWorld(grantProtocol, noFault, 2, 3, 1, 0, 0), pAll, 0, 20, true},
+	{"grants: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, noFault, 2, 1, 2, 1, 1), pAll, 0, 0, false},
+	{"grants: 1 node, 2 clients, message faults", modelWorld(grantProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	{"grants to any queued call: 1 node, 2 clients, message faults", modelWorld(grantsToAnyProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	{"grants, jumps: 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 7, 11, false},
+	{"grants, jumps: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 1, 2, 1, 1), pAll &^ pMutex, 0, 0, true},
+	{"grants, jumps: 1 node, 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 1, 2, 1, 1), pAll &^ pMutex, 0, 0, true},
 }
+
+// grantsToAnyProtocol lets a release grant to any call with a queue entry on
+// the node, also one that already holds or has ended: the node cannot tell.
+var grantsToAnyProtocol = func() variant { v := grantProtocol; v.grantsToAny = true; return v }()
 
 // TestModelProtocol checks the protocol in every world of modelBounds.
 func TestModelProtocol(t *testing.T) {
@@ -338,6 +358,32 @@ func TestModelControlLeaseFromDecision(t *testing.T) {
 	requireFinds(t, modelRun{w: w, props: pAll}, 3)
 }
 
+// TestModelControlGrantLeaseFromDecision: a client that takes the grant path
+// counting its lease from the decision (elapsed 0) instead of its call's
+// begin believes it holds after the granted keys expired: a grant happens
+// before the decision, and time passes between them.
+func TestModelControlGrantLeaseFromDecision(t *testing.T) {
+	v := grantProtocol
+	v.grantLeaseFromDecision = true
+	requireFinds(t, modelRun{w: modelWorld(v, noFault, 2, 1, 1, 0, 0), props: pAll}, 3)
+	if *modelLong {
+		requireFinds(t, modelRun{w: modelWorld(v, noFault, 2, 3, 1, 0, 0), props: pAll}, 3)
+	}
+}
+
+// TestModelControlGrantTakeOver: an acquire script that takes a grant "T.0"
+// over by writing "T.k", as it does an earlier attempt's value, lets attempt
+// k's exact cleanup (the attempt failed) delete the granted key while the
+// grant notice is still counted: the client holds through the grant path
+// without the key.
+func TestModelControlGrantTakeOver(t *testing.T) {
+	v := grantProtocol
+	v.grantTakeOver = true
+	w := modelWorld(v, honest, 2, 1, 2, 0, 0)
+	w.noTime = true
+	requireFinds(t, modelRun{w: w, props: pAll}, 3)
+}
+
 // TestModelNodeSteps pins the node steps the model restates from the
 // scripts, one case per branch: the same table can drive the scripts on a
 // real Redis to show that they agree.
@@ -369,6 +415,38 @@ func TestModelNodeSteps(t *testing.T) {
 			t.Errorf("%s: nodeAcquire(%v, %v) = %v key %v exp %d counter %d (returned %d); want %v key %v exp %d counter %d",
 				c.name, c.n.key, c.v, ok, n.key, n.exp, n.ctr, ctr, c.ok, c.want, wantExp, max(c.n.ctr, wantCtr))
 		}
+	}
+	keep := []struct {
+		name string
+		n    mnode
+		v    mval
+		ok   bool
+		want mval
+	}{
+		{"a grant to this call: keep it, refresh", held(mval{1, 0}), mval{1, 2}, true, mval{1, 0}},
+		{"a grant to another call: refuse", held(mval{2, 0}), mval{1, 1}, false, mval{2, 0}},
+		{"earlier attempt of the call: take over, as without grants", held(mval{1, 1}), mval{1, 2}, true, mval{1, 2}},
+		{"absent: set, as without grants", none, mval{1, 1}, true, mval{1, 1}},
+	}
+	for _, c := range keep {
+		n, ok, ctr := nodeAcquireKeep(c.n, now, ttl, c.v)
+		wantCtr, wantExp := uint8(0), c.n.exp
+		if c.ok {
+			wantCtr, wantExp = 5, now+ttl
+		}
+		if ok != c.ok || n.key != c.want || ctr != wantCtr || n.ctr != max(c.n.ctr, wantCtr) || n.exp != wantExp {
+			t.Errorf("%s: nodeAcquireKeep(%v, %v) = %v key %v exp %d counter %d (returned %d); want %v key %v exp %d counter %d",
+				c.name, c.n.key, c.v, ok, n.key, n.exp, n.ctr, ctr, c.ok, c.want, wantExp, max(c.n.ctr, wantCtr))
+		}
+	}
+	if n, ctr := nodeGrant(none, now, ttl, 2); n.key != (mval{2, 0}) || n.exp != now+ttl || ctr != 5 || n.ctr != 5 {
+		t.Errorf("nodeGrant(absent, T2) = key %v exp %d counter %d (returned %d); want key T2.0 exp %d counter 5", n.key, n.exp, n.ctr, ctr, now+ttl)
+	}
+	if n, ok := nodeRelease(held(mval{1, 0}), 1); !ok || n.key.tok != 0 {
+		t.Errorf("nodeRelease(T1.0, T1) = %v, key %v; want deleted (a grant to the call)", ok, n.key)
+	}
+	if _, ok := nodeCleanup(held(mval{1, 0}), mval{1, 1}); ok {
+		t.Errorf("nodeCleanup(T1.0, T1.1) deleted; want a grant never deleted by an attempt's cleanup")
 	}
 	if n, _ := nodeWriteBack(mnode{ctr: 7}, 5); n.ctr != 7 {
 		t.Errorf("nodeWriteBack(7, 5) = %d; want 7 (never lower)", n.ctr)
