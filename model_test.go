@@ -317,6 +317,13 @@ var modelBounds = []struct {
 	{"grants: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, noFault, 2, 1, 2, 1, 1), pAll, 0, 0, false},
 	{"grants: 1 node, 2 clients, message faults", modelWorld(grantProtocol, honest, 2, 1, 2, 1, 1), pAll, 12, 0, false},
 	{"grants to any queued call: 1 node, 2 clients, message faults", modelWorld(grantsToAnyProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	// An alternative lease for the grant path, begin + validity(ttl, 0),
+	// usable after any wait shorter than the TTL (the protocol's lease
+	// subtracts the wait twice and is usable only within half a TTL of the
+	// call's begin): checked for mutual exclusion where the grant path is
+	// reached.
+	{"grants, lease from the begin once: 1 node, 2 clients, message faults", modelWorld(grantFullTTLProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	{"grants, lease from the begin once: 2 clients, 1 attempt, no extends, to the grant path", modelWorld(grantFullTTLProtocol, noFault, 2, 3, 1, 0, 0), pAll, 0, 20, true},
 	{"grants, jumps: 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 0, 11, true},
 	{"grants, jumps, no time: 2 clients, 1 attempt, no extends, to the grant path", withoutTime(modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 1, 0, 1)), pAll &^ pMutex, 0, 20, true},
 	{"grants, jumps: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 1, 2, 1, 1), pAll &^ pMutex, 15, 0, false},
@@ -330,6 +337,10 @@ func withoutTime(w world) world {
 	w.noTime = true
 	return w
 }
+
+// grantFullTTLProtocol counts the grant path's lease once from the call's
+// begin: begin + validity(ttl, 0).
+var grantFullTTLProtocol = func() variant { v := grantProtocol; v.grantLeaseFullTTL = true; return v }()
 
 // grantsToAnyProtocol lets a release grant to any call with a queue entry on
 // the node, also one that already holds or has ended: the node cannot tell.

@@ -292,6 +292,11 @@ type variant struct {
 	// grantsToAny: a grant may go to any call that has a queue entry on the
 	// node, also one that holds or has ended (the node cannot tell).
 	grantsToAny bool
+	// grantLeaseFullTTL: an alternative lease for the grant path, the
+	// whole validity counted once from the call's begin (begin +
+	// validity(ttl, 0)) instead of begin + validity(ttl, elapsed), which
+	// subtracts the wait twice.
+	grantLeaseFullTTL bool
 	// A deliberate bug, for a control: the lease counts from the decision,
 	// as if the round had taken no time (validity with elapsed 0).
 	leaseFromDecision bool
@@ -834,6 +839,9 @@ func (st *step) answer(m mmsg, r uint8) {
 	if w.v.leaseFromDecision {
 		v, startMs = validity(w.ttlDur(), 0, w.factor), s.nowMs()
 	}
+	if cl.viaGrant && w.v.grantLeaseFullTTL {
+		v = validity(w.ttlDur(), 0, w.factor) // from the call's begin (cl.start)
+	}
 	timely := v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs()
 	switch {
 	case cl.extRound:
@@ -963,6 +971,9 @@ func (w *world) grantPath(s *mstate, c int) (int32, time.Duration, bool) {
 	startMs := int32(cl.begin) * int32(tick/time.Millisecond)
 	if w.v.grantLeaseFromDecision {
 		elapsed, startMs = 0, s.nowMs()
+	}
+	if w.v.grantLeaseFullTTL {
+		elapsed = 0
 	}
 	v := validity(w.ttlDur(), elapsed, w.factor)
 	return startMs, v, v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs()
