@@ -47,6 +47,10 @@ type modelResult struct {
 	bad      *mviolation
 	trace    string // the counterexample, step by step
 	took     time.Duration
+	// Coverage of the grant protocol: distinct states in which a release
+	// granted a key ("T.0" on a node), a client holds through the grant
+	// path, or the grant path's write-back round is open.
+	grantKeys, grantHolds, grantWriteBacks int
 }
 
 func (r modelResult) String() string {
@@ -54,7 +58,31 @@ func (r modelResult) String() string {
 	if r.complete {
 		s += " (complete: every reachable state)"
 	}
-	return s + fmt.Sprintf(", %v", r.took.Round(time.Millisecond))
+	s += fmt.Sprintf(", %v", r.took.Round(time.Millisecond))
+	if r.grantKeys > 0 {
+		s += fmt.Sprintf("; states with a granted key %d, holding through the grant path %d, in its write-back %d", r.grantKeys, r.grantHolds, r.grantWriteBacks)
+	}
+	return s
+}
+
+// coverGrants counts s in the grant coverage of res.
+func (w *world) coverGrants(s *mstate, res *modelResult) {
+	for n := 0; n < w.nodes; n++ {
+		if s.nodes[n].key.tok != 0 && s.nodes[n].setBy == sbGrant {
+			res.grantKeys++
+			break
+		}
+	}
+	for c := 0; c < w.clients; c++ {
+		if cl := &s.cl[c]; cl.viaGrant {
+			switch cl.phase {
+			case phHeld:
+				res.grantHolds++
+			case phWriteBack:
+				res.grantWriteBacks++
+			}
+		}
+	}
 }
 
 // initial returns the initial states: no keys, no messages, every client
@@ -159,6 +187,9 @@ func (r *modelRun) check() modelResult {
 				}
 				seen[h] = struct{}{}
 				added++
+				if w.v.grants {
+					w.coverGrants(&ns, &res)
+				}
 				if !last {
 					rec = append(rec, tnode{parent: e.idx, act: a})
 					next = append(next, entry{ns, int32(len(rec) - 1)})
@@ -272,7 +303,48 @@ var modelBounds = []struct {
 	// design; fences, the guard and the keys must still be right.
 	{"jumps: 2 clients, no message faults", modelWorld(newProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 2, 1, 1), pAll &^ pMutex, 10, 14, false},
 	{"jumps: 2 clients, message faults", modelWorld(newProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 8, 11, false},
+
+	// The grant protocol: releases grant the key to a waiting call, which
+	// may hold through the grant path. In 3 nodes a first grant takes 9
+	// steps and the grant path 16, so the 3-node worlds bound the depth and
+	// two of them are cut down (one attempt, no extends; one without time)
+	// to reach the grant path under -long; the 1-node worlds (quorum 1)
+	// reach it in 11 steps, and under -long they are checked completely:
+	// every reachable state, at any depth.
+	{"grants: 2 clients, no message faults", modelWorld(grantProtocol, noFault, 2, 3, 2, 1, 1), pAll, 10, 15, false},
+	{"grants: 2 clients, message faults", modelWorld(grantProtocol, honest, 2, 3, 2, 1, 1), pAll, 0, 11, true},
+	{"grants: 2 clients, 1 attempt, no extends, to the grant path", modelWorld(grantProtocol, noFault, 2, 3, 1, 0, 0), pAll, 0, 20, true},
+	{"grants: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, noFault, 2, 1, 2, 1, 1), pAll, 0, 0, false},
+	{"grants: 1 node, 2 clients, message faults", modelWorld(grantProtocol, honest, 2, 1, 2, 1, 1), pAll, 12, 0, false},
+	{"grants to any queued call: 1 node, 2 clients, message faults", modelWorld(grantsToAnyProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	// An alternative lease for the grant path, begin + validity(ttl, 0),
+	// usable after any wait shorter than the TTL (the protocol's lease
+	// subtracts the wait twice and is usable only within half a TTL of the
+	// call's begin): checked for mutual exclusion where the grant path is
+	// reached.
+	{"grants, lease from the begin once: 1 node, 2 clients, message faults", modelWorld(grantFullTTLProtocol, honest, 2, 1, 2, 1, 1), pAll, 0, 0, true},
+	{"grants, lease from the begin once: 2 clients, 1 attempt, no extends, to the grant path", modelWorld(grantFullTTLProtocol, noFault, 2, 3, 1, 0, 0), pAll, 0, 20, true},
+	{"grants, jumps: 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 0, 11, true},
+	{"grants, jumps, no time: 2 clients, 1 attempt, no extends, to the grant path", withoutTime(modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 1, 0, 1)), pAll &^ pMutex, 0, 20, true},
+	{"grants, jumps: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 1, 2, 1, 1), pAll &^ pMutex, 15, 0, false},
+	{"grants, jumps: 1 node, 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 1, 2, 1, 1), pAll &^ pMutex, 0, 0, true},
 }
+
+// withoutTime returns w with time standing still: keys vanish by early
+// expiry only. Fences, the guard and the keys do not need time, and the
+// search reaches deeper without it.
+func withoutTime(w world) world {
+	w.noTime = true
+	return w
+}
+
+// grantFullTTLProtocol counts the grant path's lease once from the call's
+// begin: begin + validity(ttl, 0).
+var grantFullTTLProtocol = func() variant { v := grantProtocol; v.grantLeaseFullTTL = true; return v }()
+
+// grantsToAnyProtocol lets a release grant to any call with a queue entry on
+// the node, also one that already holds or has ended: the node cannot tell.
+var grantsToAnyProtocol = func() variant { v := grantProtocol; v.grantsToAny = true; return v }()
 
 // TestModelProtocol checks the protocol in every world of modelBounds.
 func TestModelProtocol(t *testing.T) {
@@ -338,6 +410,32 @@ func TestModelControlLeaseFromDecision(t *testing.T) {
 	requireFinds(t, modelRun{w: w, props: pAll}, 3)
 }
 
+// TestModelControlGrantLeaseFromDecision: a client that takes the grant path
+// counting its lease from the decision (elapsed 0) instead of its call's
+// begin believes it holds after the granted keys expired: a grant happens
+// before the decision, and time passes between them.
+func TestModelControlGrantLeaseFromDecision(t *testing.T) {
+	v := grantProtocol
+	v.grantLeaseFromDecision = true
+	requireFinds(t, modelRun{w: modelWorld(v, noFault, 2, 1, 1, 0, 0), props: pAll}, 3)
+	if *modelLong {
+		requireFinds(t, modelRun{w: modelWorld(v, noFault, 2, 3, 1, 0, 0), props: pAll}, 3)
+	}
+}
+
+// TestModelControlGrantTakeOver: an acquire script that takes a grant "T.0"
+// over by writing "T.k", as it does an earlier attempt's value, lets attempt
+// k's exact cleanup (the attempt failed) delete the granted key while the
+// grant notice is still counted: the client holds through the grant path
+// without the key.
+func TestModelControlGrantTakeOver(t *testing.T) {
+	v := grantProtocol
+	v.grantTakeOver = true
+	w := modelWorld(v, honest, 2, 1, 2, 0, 0)
+	w.noTime = true
+	requireFinds(t, modelRun{w: w, props: pAll}, 3)
+}
+
 // TestModelNodeSteps pins the node steps the model restates from the
 // scripts, one case per branch: the same table can drive the scripts on a
 // real Redis to show that they agree.
@@ -369,6 +467,38 @@ func TestModelNodeSteps(t *testing.T) {
 			t.Errorf("%s: nodeAcquire(%v, %v) = %v key %v exp %d counter %d (returned %d); want %v key %v exp %d counter %d",
 				c.name, c.n.key, c.v, ok, n.key, n.exp, n.ctr, ctr, c.ok, c.want, wantExp, max(c.n.ctr, wantCtr))
 		}
+	}
+	keep := []struct {
+		name string
+		n    mnode
+		v    mval
+		ok   bool
+		want mval
+	}{
+		{"a grant to this call: keep it, refresh", held(mval{1, 0}), mval{1, 2}, true, mval{1, 0}},
+		{"a grant to another call: refuse", held(mval{2, 0}), mval{1, 1}, false, mval{2, 0}},
+		{"earlier attempt of the call: take over, as without grants", held(mval{1, 1}), mval{1, 2}, true, mval{1, 2}},
+		{"absent: set, as without grants", none, mval{1, 1}, true, mval{1, 1}},
+	}
+	for _, c := range keep {
+		n, ok, ctr := nodeAcquireKeep(c.n, now, ttl, c.v)
+		wantCtr, wantExp := uint8(0), c.n.exp
+		if c.ok {
+			wantCtr, wantExp = 5, now+ttl
+		}
+		if ok != c.ok || n.key != c.want || ctr != wantCtr || n.ctr != max(c.n.ctr, wantCtr) || n.exp != wantExp {
+			t.Errorf("%s: nodeAcquireKeep(%v, %v) = %v key %v exp %d counter %d (returned %d); want %v key %v exp %d counter %d",
+				c.name, c.n.key, c.v, ok, n.key, n.exp, n.ctr, ctr, c.ok, c.want, wantExp, max(c.n.ctr, wantCtr))
+		}
+	}
+	if n, ctr := nodeGrant(none, now, ttl, 2); n.key != (mval{2, 0}) || n.exp != now+ttl || ctr != 5 || n.ctr != 5 {
+		t.Errorf("nodeGrant(absent, T2) = key %v exp %d counter %d (returned %d); want key T2.0 exp %d counter 5", n.key, n.exp, n.ctr, ctr, now+ttl)
+	}
+	if n, ok := nodeRelease(held(mval{1, 0}), 1); !ok || n.key.tok != 0 {
+		t.Errorf("nodeRelease(T1.0, T1) = %v, key %v; want deleted (a grant to the call)", ok, n.key)
+	}
+	if _, ok := nodeCleanup(held(mval{1, 0}), mval{1, 1}); ok {
+		t.Errorf("nodeCleanup(T1.0, T1.1) deleted; want a grant never deleted by an attempt's cleanup")
 	}
 	if n, _ := nodeWriteBack(mnode{ctr: 7}, 5); n.ctr != 7 {
 		t.Errorf("nodeWriteBack(7, 5) = %d; want 7 (never lower)", n.ctr)

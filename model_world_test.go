@@ -43,14 +43,19 @@ func (v mval) String() string {
 }
 
 // mnode is one node: its lock key (value and expiry tick) and fence counter.
-// setBy is a ghost: the attempt whose acquire last granted the key, which
-// the scripts cannot see; property 4 checks every delete against it.
+// setBy is a ghost: the attempt whose acquire last granted the key (or
+// sbGrant: a release granted it to the waiting call), which the scripts
+// cannot see; property 4 checks every delete against it.
 type mnode struct {
 	key   mval
 	setBy uint8
 	exp   int16
 	ctr   uint8
 }
+
+// sbGrant is the ghost setBy of a key "T.0" a release set for a waiting call:
+// only that call's own release may delete it.
+const sbGrant = 0xff
 
 // nodeAcquire restates the acquire script. New protocol: an absent key is
 // set, our own value is refreshed (a resent request), a value of an earlier
@@ -70,6 +75,29 @@ func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 	}
 	n.ctr++
 	return n, true, n.ctr
+}
+
+// nodeAcquireKeep restates the acquire script of the grant protocol: a key
+// "T.0" a release granted to this very call is kept (refreshed, the counter
+// incremented and returned), never taken over by "T.k" as an earlier
+// attempt's value is, so that no attempt's exact cleanup can delete it.
+// Everything else is nodeAcquire.
+func nodeAcquireKeep(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
+	if n.key.tok != 0 && n.key.tok == v.tok && n.key.att == 0 && v.att > 0 {
+		n.exp = now + ttl
+		n.ctr++
+		return n, true, n.ctr
+	}
+	return nodeAcquire(n, now, ttl, v)
+}
+
+// nodeGrant restates the grant step of release, run after it deleted the
+// key: the key becomes "W.0" for the waiting call tok with a fresh TTL, and
+// the counter is incremented and returned (the grant notice carries it).
+func nodeGrant(n mnode, now, ttl int16, tok uint8) (mnode, uint8) {
+	n.key, n.exp = mval{tok, 0}, now+ttl
+	n.ctr++
+	return n, n.ctr
 }
 
 // nodeWriteBack restates fence.lua: raise the counter to at least f.
@@ -131,9 +159,10 @@ const (
 	kExtRep
 	kCleanReq
 	kRelReq
+	kGrantNote // a release granted the key to a waiting call: node → client, val = the counter
 )
 
-var kindNames = [...]string{"acquire", "acquire reply", "write-back", "write-back reply", "extend", "extend reply", "cleanup", "release"}
+var kindNames = [...]string{"acquire", "acquire reply", "write-back", "write-back reply", "extend", "extend reply", "cleanup", "release", "grant notice"}
 
 // Message modes: who waits for it.
 const (
@@ -197,6 +226,17 @@ type mclient struct {
 	extends  uint8
 	accessed uint8 // bit 0: an access while valid; bit 1: an access after a pause
 	floor    uint8 // ghost (property 1): largest fence completed before the call began
+	// The grant protocol:
+	begin    int16         // tick the Acquire call began
+	queued   uint8         // nodes that have a queue entry of the call (an acquire of it was delivered there)
+	gn       [mNodes]uint8 // grant notices received, per node: the counter (0: none)
+	viaGrant bool          // the write-back round open, or the hold, came from the grant path
+}
+
+// inCall reports whether the client's Acquire call is in progress: it
+// neither holds nor has ended (a grant may go to it, a notice is recorded).
+func (cl *mclient) inCall() bool {
+	return cl.phase == phAcquiring || cl.phase == phWriteBack || cl.phase == phFailed
 }
 
 // mstate is the whole world. Times are absolute ticks; the hash encodes them
@@ -244,14 +284,33 @@ type variant struct {
 	lateErrors bool // late errors are cleaned up like late grants (new)
 	writeBack  bool // the fence write-back phase runs when planFence asks
 	ownerGuard bool // the guard's equal-fence rule checks the owner (new)
+	// grants: a release that deleted the key may grant it to a waiting
+	// call ("W.0", with a grant notice); the acquire script keeps such a key
+	// (nodeAcquireKeep); a client that gives up sends a release; a client
+	// with notices from a quorum may hold through the grant path.
+	grants bool
+	// grantsToAny: a grant may go to any call that has a queue entry on the
+	// node, also one that holds or has ended (the node cannot tell).
+	grantsToAny bool
+	// grantLeaseFullTTL: an alternative lease for the grant path, the
+	// whole validity counted once from the call's begin (begin +
+	// validity(ttl, 0)) instead of begin + validity(ttl, elapsed), which
+	// subtracts the wait twice.
+	grantLeaseFullTTL bool
 	// A deliberate bug, for a control: the lease counts from the decision,
 	// as if the round had taken no time (validity with elapsed 0).
 	leaseFromDecision bool
+	// Deliberate bugs of the grant protocol, for controls: the grant path
+	// counts its lease from the decision instead of the call's begin; the
+	// acquire script takes a grant "T.0" over by writing "T.k".
+	grantLeaseFromDecision bool
+	grantTakeOver          bool
 }
 
 var (
-	newProtocol = variant{perAttempt: true, lateErrors: true, writeBack: true, ownerGuard: true}
-	oldProtocol = variant{writeBack: true}
+	newProtocol   = variant{perAttempt: true, lateErrors: true, writeBack: true, ownerGuard: true}
+	oldProtocol   = variant{writeBack: true}
+	grantProtocol = variant{perAttempt: true, lateErrors: true, writeBack: true, ownerGuard: true, grants: true}
 )
 
 // faults says what the environment may do.
@@ -292,6 +351,15 @@ func (w *world) value(c, att uint8) mval {
 	return mval{c + 1, 0}
 }
 
+// show prints a lock value as the world's protocol writes it: "T1.0" is a
+// grant under the new protocols, "T1" the old protocol's bare token.
+func (w *world) show(v mval) string {
+	if w.v.perAttempt && v.tok != 0 && v.att == 0 {
+		return fmt.Sprintf("T%d.0", v.tok)
+	}
+	return v.String()
+}
+
 // believes reports whether client c believes it holds the lock now.
 func (w *world) believes(s *mstate, c int) bool {
 	cl := &s.cl[c]
@@ -314,10 +382,14 @@ const (
 	aTick
 	aExpire
 	aAmnesia
+	aGiveUp
+	aGrantPath
 )
 
-// mact is one action: its kind and an argument (client, node or message index).
-type mact struct{ kind, arg uint8 }
+// mact is one action: its kind and an argument (client, node or message
+// index); to is the grantee (client+1) of a release delivered with a grant,
+// 0 for none.
+type mact struct{ kind, arg, to uint8 }
 
 // actions appends every action enabled in s.
 func (w *world) actions(s *mstate, out []mact) []mact {
@@ -326,26 +398,33 @@ func (w *world) actions(s *mstate, out []mact) []mact {
 		a := uint8(c)
 		switch cl.phase {
 		case phIdle:
-			out = append(out, mact{aBegin, a})
+			out = append(out, mact{aBegin, a, 0})
 		case phFailed:
 			if int(cl.att) < w.attempts {
-				out = append(out, mact{aRetry, a})
+				out = append(out, mact{aRetry, a, 0})
+			} else if w.v.grants {
+				out = append(out, mact{aGiveUp, a, 0})
+			}
+			if w.v.grants {
+				if _, _, ok := w.grantPath(s, c); ok {
+					out = append(out, mact{aGrantPath, a, 0})
+				}
 			}
 		case phHeld:
 			valid := w.believes(s, c)
 			if !cl.extRound {
 				if valid && int(cl.extends) < w.extends {
-					out = append(out, mact{aExtend, a})
+					out = append(out, mact{aExtend, a, 0})
 				}
 				if !w.noRelease {
-					out = append(out, mact{aRelease, a})
+					out = append(out, mact{aRelease, a, 0})
 				}
 			}
 			if valid && cl.accessed&1 == 0 {
-				out = append(out, mact{aAccess, a})
+				out = append(out, mact{aAccess, a, 0})
 			}
 			if w.f.pauses && !valid && cl.accessed&2 == 0 {
-				out = append(out, mact{aStaleAccess, a})
+				out = append(out, mact{aStaleAccess, a, 0})
 			}
 		}
 	}
@@ -354,24 +433,32 @@ func (w *world) actions(s *mstate, out []mact) []mact {
 			continue // the same message twice: the same successors
 		}
 		m := s.msgs[i]
-		out = append(out, mact{aDeliver, uint8(i)})
+		out = append(out, mact{aDeliver, uint8(i), 0})
+		if w.v.grants && m.kind() == kRelReq && s.nodes[m.node()].key.tok == m.client()+1 {
+			// The release deletes the key: it may grant it to any waiting call.
+			for c := 0; c < w.clients; c++ {
+				if w.grantable(s, c, m.node()) {
+					out = append(out, mact{aDeliver, uint8(i), uint8(c + 1)})
+				}
+			}
+		}
 		if w.f.loss {
 			if m.mode() == mOrphan {
-				out = append(out, mact{aLose, uint8(i)})
+				out = append(out, mact{aLose, uint8(i), 0})
 			} else {
-				out = append(out, mact{aFail, uint8(i)})
+				out = append(out, mact{aFail, uint8(i), 0})
 			}
 		}
 	}
 	if !w.noTime {
-		out = append(out, mact{aTick, 0})
+		out = append(out, mact{aTick, 0, 0})
 	}
 	for n := 0; n < w.nodes; n++ {
 		if w.f.earlyExpiry && s.nodes[n].key.tok != 0 {
-			out = append(out, mact{aExpire, uint8(n)})
+			out = append(out, mact{aExpire, uint8(n), 0})
 		}
 		if w.f.amnesia && (s.nodes[n].key.tok != 0 || s.nodes[n].ctr != 0) {
-			out = append(out, mact{aAmnesia, uint8(n)})
+			out = append(out, mact{aAmnesia, uint8(n), 0})
 		}
 	}
 	return out
@@ -416,7 +503,7 @@ func (w *world) apply(s *mstate, a mact, log *strings.Builder) *mviolation {
 	switch a.kind {
 	case aBegin:
 		cl := &s.cl[c]
-		cl.floor = s.doneMax
+		cl.floor, cl.begin = s.doneMax, s.now
 		st.logf("c%d begins Acquire (token T%d)", c, c+1)
 		st.startAttempt(c, 1)
 	case aRetry:
@@ -437,29 +524,38 @@ func (w *world) apply(s *mstate, a mact, log *strings.Builder) *mviolation {
 	case aAccess, aStaleAccess:
 		st.access(c, a.kind == aStaleAccess)
 	case aDeliver:
-		st.deliver(int(a.arg))
+		st.deliver(int(a.arg), a.to)
 	case aFail:
 		st.fail(int(a.arg))
 	case aLose:
 		m := s.msgs[a.arg]
-		st.logf("c%d %s to n%d (attempt %d) lost", m.client(), kindNames[m.kind()], m.node(), m.att())
+		if m.kind() == kGrantNote {
+			st.logf("n%d's grant notice to c%d lost", m.node(), m.client())
+		} else {
+			st.logf("c%d %s to n%d (attempt %d) lost", m.client(), kindNames[m.kind()], m.node(), m.att())
+		}
 		s.delMsg(int(a.arg))
 	case aTick:
 		s.now++
 		st.logf("time passes → t=%d", s.now)
 		for n := 0; n < w.nodes; n++ {
 			if nd := &s.nodes[n]; nd.key.tok != 0 && nd.exp <= s.now {
-				st.logf("; n%d's key %s expires", n, nd.key)
+				st.logf("; n%d's key %s expires", n, w.show(nd.key))
 				nd.key, nd.exp, nd.setBy = mval{}, 0, 0
 			}
 		}
 	case aExpire:
 		nd := &s.nodes[a.arg]
-		st.logf("n%d's key %s expires early (clock jump)", a.arg, nd.key)
+		st.logf("n%d's key %s expires early (clock jump)", a.arg, w.show(nd.key))
 		nd.key, nd.exp, nd.setBy = mval{}, 0, 0
 	case aAmnesia:
-		st.logf("n%d restarts without its data (key %s and counter %d gone)", a.arg, s.nodes[a.arg].key, s.nodes[a.arg].ctr)
+		st.logf("n%d restarts without its data (key %s and counter %d gone)", a.arg, w.show(s.nodes[a.arg].key), s.nodes[a.arg].ctr)
 		s.nodes[a.arg] = mnode{}
+	case aGiveUp:
+		st.logf("c%d gives up: release sent to all nodes", c)
+		st.release(c)
+	case aGrantPath:
+		st.takeGrant(c)
 	}
 	st.logf("\n")
 	return st.bad
@@ -510,7 +606,11 @@ func (st *step) startAttempt(c, att uint8) {
 // release sends the release of call c to every node and ends the lock.
 func (st *step) release(c uint8) {
 	s := st.s
-	s.cl[c] = mclient{phase: phDone, att: s.cl[c].att} // nothing else matters once the call is over
+	var q uint8
+	if st.w.v.grantsToAny {
+		q = s.cl[c].queued // the node cannot tell that the call is over
+	}
+	s.cl[c] = mclient{phase: phDone, att: s.cl[c].att, queued: q} // nothing else matters once the call is over
 	for n := 0; n < st.w.nodes; n++ {
 		s.addMsg(packMsg(kRelReq, mOrphan, c, uint8(n), 0, 0))
 	}
@@ -558,7 +658,9 @@ func (st *step) access(c uint8, stale bool) {
 }
 
 // deliver runs message i: a request at its node, or a reply at its client.
-func (st *step) deliver(i int) {
+// to (client+1) is the waiting call a release that deletes the key grants
+// it to, 0 for none.
+func (st *step) deliver(i int, to uint8) {
 	s, w := st.s, st.w
 	m := s.msgs[i]
 	s.delMsg(i)
@@ -575,12 +677,21 @@ func (st *step) deliver(i int) {
 		before := nd.key
 		var ok bool
 		var ctr uint8
-		*nd, ok, ctr = nodeAcquire(*nd, s.now, w.ttl, v)
-		if ok {
-			nd.setBy = att
-			st.logf("c%d attempt %d: acquire %s delivered at n%d (key was %s) → granted, counter %d", c, att, v, n, before, ctr)
+		if w.v.grants && !w.v.grantTakeOver {
+			*nd, ok, ctr = nodeAcquireKeep(*nd, s.now, w.ttl, v)
 		} else {
-			st.logf("c%d attempt %d: acquire %s delivered at n%d → refused (held by %s)", c, att, v, n, before)
+			*nd, ok, ctr = nodeAcquire(*nd, s.now, w.ttl, v)
+		}
+		if ok && nd.key == v {
+			nd.setBy = att // (a grant "T.0" kept keeps its ghost)
+		}
+		if ok {
+			st.logf("c%d attempt %d: acquire %s delivered at n%d (key was %s) → granted, counter %d", c, att, v, n, w.show(before), ctr)
+		} else {
+			st.logf("c%d attempt %d: acquire %s delivered at n%d → refused (held by %s)", c, att, v, n, w.show(before))
+		}
+		if cl := &s.cl[c]; w.v.grants && (cl.inCall() || w.v.grantsToAny) {
+			cl.queued |= 1 << n // the call has a queue entry on the node
 		}
 		if ok || m.mode() == mLive {
 			reply(kAcqRep, ctr) // a late refusal changes nothing: not sent
@@ -592,7 +703,7 @@ func (st *step) deliver(i int) {
 	case kExtReq:
 		var ok bool
 		*nd, ok = nodeExtend(*nd, s.now, w.ttl, c+1)
-		st.logf("c%d extend delivered at n%d (key %s) → %v", c, n, nd.key, map[bool]string{true: "extended", false: "not ours"}[ok])
+		st.logf("c%d extend delivered at n%d (key %s) → %v", c, n, w.show(nd.key), map[bool]string{true: "extended", false: "not ours"}[ok])
 		r := uint8(0)
 		if ok {
 			r = 1
@@ -606,20 +717,47 @@ func (st *step) deliver(i int) {
 		if ok {
 			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → deleted", c, att, v, n)
 			if key.tok != c+1 || setBy != att {
-				st.violate(4, "the cleanup of attempt %d of T%d deleted the key %s that attempt %d of T%d set, on n%d", att, c+1, key, setBy, key.tok, n)
+				st.violate(4, "the cleanup of attempt %d of T%d deleted the key %s that %s, on n%d", att, c+1, w.show(key), setByString(setBy, key.tok), n)
 			}
 		} else {
-			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → nothing (key %s)", c, att, v, n, key)
+			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → nothing (key %s)", c, att, v, n, w.show(key))
 		}
 	case kRelReq:
-		key := nd.key
+		key, setBy := nd.key, nd.setBy
 		var ok bool
 		*nd, ok = nodeRelease(*nd, c+1)
-		st.logf("c%d release delivered at n%d (key %s) → %v", c, n, key, map[bool]string{true: "deleted", false: "nothing"}[ok])
+		st.logf("c%d release delivered at n%d (key %s) → %v", c, n, w.show(key), map[bool]string{true: "deleted", false: "nothing"}[ok])
+		if ok && key.tok != c+1 {
+			st.violate(4, "the release of T%d deleted the key %s that %s, on n%d", c+1, w.show(key), setByString(setBy, key.tok), n)
+		}
+		if to != 0 {
+			wc := to - 1
+			var ctr uint8
+			*nd, ctr = nodeGrant(*nd, s.now, w.ttl, wc+1)
+			nd.setBy = sbGrant
+			st.logf(", granted to the waiting c%d: key %s, counter %d; grant notice sent", wc, w.show(nd.key), ctr)
+			s.addMsg(packMsg(kGrantNote, mOrphan, wc, n, 0, ctr))
+		}
+	case kGrantNote:
+		cl := &s.cl[c]
+		if cl.inCall() {
+			cl.gn[n] = max(cl.gn[n], m.val())
+			st.logf("n%d's grant notice (counter %d) delivered to c%d → recorded", n, m.val(), c)
+		} else {
+			st.logf("n%d's grant notice (counter %d) delivered to c%d → dropped (the call holds or is over)", n, m.val(), c)
+		}
 	case kAcqRep, kWbRep, kExtRep:
 		st.logf("c%d %s from n%d (attempt %d) delivered", c, kindNames[m.kind()], n, att)
 		st.answer(m, answerOf(m))
 	}
+}
+
+// setByString says who set a key (ghost setBy) of call tok, for a trace.
+func setByString(setBy, tok uint8) string {
+	if setBy == sbGrant {
+		return fmt.Sprintf("a release granted to T%d", tok)
+	}
+	return fmt.Sprintf("attempt %d of T%d set", setBy, tok)
 }
 
 // answerOf reads a reply: a grant (its counter > 0), an ack, or "extended"
@@ -701,6 +839,9 @@ func (st *step) answer(m mmsg, r uint8) {
 	if w.v.leaseFromDecision {
 		v, startMs = validity(w.ttlDur(), 0, w.factor), s.nowMs()
 	}
+	if cl.viaGrant && w.v.grantLeaseFullTTL {
+		v = validity(w.ttlDur(), 0, w.factor) // from the call's begin (cl.start)
+	}
 	timely := v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs()
 	switch {
 	case cl.extRound:
@@ -751,7 +892,11 @@ func (st *step) answer(m mmsg, r uint8) {
 			st.hold(c, cl.wbF, startMs+int32(v/time.Millisecond))
 			return
 		}
-		st.logf(" → write-back failed (%d acks, validity %v): attempt %d failed", ok, v, cl.att)
+		if cl.viaGrant {
+			st.logf(" → write-back failed (%d acks, validity %v): the grant path failed", ok, v)
+		} else {
+			st.logf(" → write-back failed (%d acks, validity %v): attempt %d failed", ok, v, cl.att)
+		}
 		st.failAttempt(c)
 	}
 }
@@ -760,7 +905,13 @@ func (st *step) hold(c, fence uint8, dl int32) {
 	s := st.s
 	cl := &s.cl[c]
 	cl.phase, cl.fence, cl.holdAtt, cl.dl = phHeld, fence, cl.att, dl
-	cl.lateAtt = [mNodes]uint8{}
+	if cl.viaGrant {
+		cl.holdAtt = 0 // no attempt's late answers belong to the lock
+	}
+	cl.lateAtt, cl.gn = [mNodes]uint8{}, [mNodes]uint8{}
+	if !st.w.v.grantsToAny {
+		cl.queued = 0
+	}
 	st.logf(" → c%d HOLDS the lock with fence %d, valid until %dms", c, fence, dl)
 	if fence <= cl.floor {
 		st.violate(1, "c%d holds with fence %d, but an acquisition with fence %d completed before its call began", c, fence, cl.floor)
@@ -783,11 +934,81 @@ func (st *step) failAttempt(c uint8) {
 		}
 	}
 	cl.lateAtt, cl.mine = [mNodes]uint8{}, 0
-	cl.phase = phFailed
-	if int(cl.att) >= w.attempts {
+	cl.phase, cl.viaGrant = phFailed, false
+	if int(cl.att) >= w.attempts && !w.v.grants {
 		*cl = mclient{phase: phDone, att: cl.att}
 		st.logf("; c%d gives up", c)
 	}
+}
+
+// grantable reports whether a release on node n may grant the key to
+// client c: the call has a queue entry there and is waiting (or, with
+// grantsToAny, whatever the call is doing: the node cannot tell).
+func (w *world) grantable(s *mstate, c int, n uint8) bool {
+	cl := &s.cl[c]
+	return cl.queued&(1<<n) != 0 && (cl.inCall() || w.v.grantsToAny)
+}
+
+// grantPath reports whether client c, between attempts, may hold through
+// the grant path now: notices from a quorum of nodes, and a lease counted
+// from the call's begin (a lower bound of every grant's time) still ahead.
+// It returns the lease's start (ms) and the validity.
+func (w *world) grantPath(s *mstate, c int) (int32, time.Duration, bool) {
+	cl := &s.cl[c]
+	if cl.phase != phFailed {
+		return 0, 0, false
+	}
+	n := 0
+	for i := 0; i < w.nodes; i++ {
+		if cl.gn[i] > 0 {
+			n++
+		}
+	}
+	if n < w.quorum() {
+		return 0, 0, false
+	}
+	elapsed := time.Duration(s.now-cl.begin) * tick
+	startMs := int32(cl.begin) * int32(tick/time.Millisecond)
+	if w.v.grantLeaseFromDecision {
+		elapsed, startMs = 0, s.nowMs()
+	}
+	if w.v.grantLeaseFullTTL {
+		elapsed = 0
+	}
+	v := validity(w.ttlDur(), elapsed, w.factor)
+	return startMs, v, v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs()
+}
+
+// takeGrant holds through the grant path: F from the notices' counters,
+// written back if fewer than a quorum returned it (a round like an
+// attempt's, its validity counted from the call's begin too).
+func (st *step) takeGrant(c uint8) {
+	s, w := st.s, st.w
+	cl := &s.cl[c]
+	startMs, v, _ := w.grantPath(s, int(c))
+	var granted []uint64
+	for i := 0; i < w.nodes; i++ {
+		if cl.gn[i] > 0 {
+			granted = append(granted, uint64(cl.gn[i]))
+		}
+	}
+	plan := planFence(granted, w.quorum())
+	cl.viaGrant = true
+	cl.start = cl.begin
+	if w.v.grantLeaseFromDecision {
+		cl.start = s.now
+	}
+	st.logf("c%d takes the grant path: notices from %d nodes, validity %v from t=%d", c, len(granted), v, cl.start)
+	if plan.writeBack && w.v.writeBack {
+		cl.phase, cl.wbF = phWriteBack, uint8(plan.fence)
+		cl.rs, cl.rv = [mNodes]uint8{}, [mNodes]uint8{}
+		st.logf(", F=%d held by fewer than a quorum: write-back %d sent to all nodes", plan.fence, plan.fence)
+		for n := 0; n < w.nodes; n++ {
+			s.addMsg(packMsg(kWbReq, mLive, c, uint8(n), cl.att, cl.wbF))
+		}
+		return
+	}
+	st.hold(c, uint8(plan.fence), startMs+int32(v/time.Millisecond))
 }
 
 // late handles an answer to an acquire request of attempt att, decided
@@ -814,7 +1035,7 @@ func (st *step) late(c, n, att, r uint8) {
 		return
 	}
 	switch {
-	case cl.phase == phWriteBack && cl.att == att:
+	case cl.phase == phWriteBack && cl.att == att && !cl.viaGrant:
 		st.logf(" (late: recorded with attempt %d)", att)
 		cl.mine |= 1 << n
 	case cl.phase == phHeld && cl.holdAtt == att && !ended:
@@ -885,7 +1106,7 @@ func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
 		for k := 0; k < w.clients; k++ {
 			c := inv[k]
 			cl := &s.cl[c]
-			y := uint64(cl.lateAtt[n]) | uint64(cl.mine>>n&1)<<8
+			y := uint64(cl.lateAtt[n]) | uint64(cl.mine>>n&1)<<8 | uint64(cl.queued>>n&1)<<9 | uint64(cl.gn[n])<<32
 			if open[c] {
 				y |= uint64(cl.rs[n])<<16 | uint64(cl.rv[n])<<24
 			}
@@ -907,6 +1128,9 @@ func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
 		cl := &s.cl[inv[k]]
 		x := uint64(cl.phase) | uint64(cl.att)<<8 | uint64(cl.fence)<<16 | uint64(cl.holdAtt)<<24 |
 			uint64(cl.extends)<<32 | uint64(cl.accessed)<<40 | uint64(cl.floor)<<48
+		if cl.viaGrant {
+			x |= 1 << 56
+		}
 		var y uint64
 		if cl.phase == phWriteBack {
 			y |= uint64(cl.wbF)
@@ -916,6 +1140,11 @@ func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
 		}
 		if open[inv[k]] {
 			y |= uint64(uint8(min(s.now-cl.start, w.ttl))) << 16
+		}
+		if w.v.grants && cl.inCall() {
+			// The grant path counts from the call's begin; past a TTL it
+			// can no longer succeed.
+			y |= uint64(uint8(min(s.now-cl.begin, w.ttl))) << 24
 		}
 		if cl.phase == phHeld {
 			y |= uint64(uint32(max(cl.dl-nowMs, 0))) << 32
