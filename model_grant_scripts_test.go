@@ -1,0 +1,127 @@
+package redlock
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestModelGrantStepsMatchScripts does for the grant protocol's two node
+// steps what TestModelStepsMatchScripts does for the others: the acquire
+// script meeting a release's grant (nodeAcquireKeep) and the release that
+// grants the freed key to the queue's head (nodeRelease, then nodeGrant),
+// against the real scripts on a real Redis, for every small node state.
+func TestModelGrantStepsMatchScripts(t *testing.T) {
+	rdb := nodes(1)[0]
+	ctx := t.Context()
+	const name = "model-grant-conformance"
+	c := newTestClient(t, []redis.UniversalClient{rdb}, nil)
+	key, ctrKey := c.Keys(name)
+	q, qt := queueKeys(key)
+	channel := c.releaseChannel(key)
+	token := func(tok uint8) string { return "T" + strconv.Itoa(int(tok)) + "x" }
+	valueOf := func(v mval) string {
+		if v.tok == 0 {
+			return ""
+		}
+		return token(v.tok) + "." + strconv.Itoa(int(v.att))
+	}
+	// Key states: absent, a grant to call 1 or 2 ("T.0"), or an attempt's
+	// value.
+	keys := []mval{{}, {1, 0}, {2, 0}, {1, 1}, {1, 2}, {2, 1}}
+	setup := func(t *testing.T, n mnode) {
+		t.Helper()
+		if err := rdb.Del(ctx, key, ctrKey, q, qt).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n.key.tok != 0 {
+			rdb.Set(ctx, key, valueOf(n.key), time.Minute)
+		}
+		if n.ctr != 0 {
+			rdb.Set(ctx, ctrKey, n.ctr, 0)
+		}
+	}
+	check := func(t *testing.T, what string, n mnode, ok, realOK bool) {
+		t.Helper()
+		v, err := rdb.Get(ctx, key).Result()
+		if err == redis.Nil {
+			v = ""
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		ctr, err := rdb.Get(ctx, ctrKey).Int()
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		if realOK != ok || v != valueOf(n.key) || uint8(ctr) != n.ctr {
+			t.Errorf("%s: script says ok=%v, key %q, counter %d; model says ok=%v, key %q, counter %d",
+				what, realOK, v, ctr, ok, valueOf(n.key), n.ctr)
+		}
+	}
+	// The head's Client listens, as a live waiter's does.
+	ps := rdb.Subscribe(ctx, channel+":c2")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for _, k := range keys {
+		for _, ctr := range []uint8{0, 4} {
+			start := mnode{key: k, ctr: ctr, exp: 9}
+			name := fmt.Sprintf("key %v counter %d", k, ctr)
+			for _, v := range []mval{{1, 1}, {1, 3}, {2, 2}} {
+				what := fmt.Sprintf("%s: acquire %v", name, v)
+				setup(t, start)
+				n, ok, fence := nodeAcquireKeep(start, 5, 3, v)
+				g, err := grantReply(acquireScript.Run(ctx, rdb, []string{key, ctrKey}, valueOf(v), "60000", "1"))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, g.ok)
+				if ok && g.fence != uint64(fence) {
+					t.Errorf("%s: script returned fence %d; model %d", what, g.fence, fence)
+				}
+				if ok {
+					if pttl := rdb.PTTL(ctx, key).Val(); pttl < 59*time.Second {
+						t.Errorf("%s: PTTL %v after the grant, want the attempt's 60s", what, pttl)
+					}
+				}
+				steps++
+			}
+			// Release by call 1 with call 2 queued at the head, asking for
+			// a fenced grant.
+			what := fmt.Sprintf("%s: release by call 1, call 2 queued", name)
+			setup(t, start)
+			entry := token(2) + ":c2:60000:1"
+			rdb.ZAdd(ctx, q, redis.Z{Score: 1, Member: entry})
+			rdb.ZAdd(ctx, qt, redis.Z{Score: 1e15, Member: entry})
+			n, ok := nodeRelease(start, 1)
+			var f uint8
+			if ok {
+				n, f = nodeGrant(n, 5, 3, 2)
+			}
+			res, err := releaseScript.Run(ctx, rdb, []string{key, q, qt, ctrKey}, token(1)+".", channel).Int64()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			check(t, what, n, ok, res == 1)
+			if ok {
+				m, err := ps.ReceiveMessage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := entry + " " + strconv.Itoa(int(f)); m.Payload != want {
+					t.Errorf("%s: notice %q, model %q", what, m.Payload, want)
+				}
+			}
+			steps++
+		}
+	}
+	rdb.Del(ctx, key, ctrKey, q, qt)
+	if steps < 40 {
+		t.Errorf("compared %d steps; the table shrank", steps)
+	}
+}
