@@ -67,9 +67,8 @@ func (c *Client) lateCovered(ls *lease, node int) bool {
 func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lock, *QuorumError) {
 	start := c.clock.Now()
 	value := ls.value(attempt)
-	argv := ls.acquireArgv(value)
 	cl.begin(attempt)
-	r := scriptRound(ctx, c, c.quorum, ls.timeout, newRequest(acquireScript, ls.acquireKeys, argv...).observed(EventAcquire, ls.name), nil,
+	r := scriptRound(ctx, c, c.quorum, ls.timeout, ls.acquireRequest(value).observed(EventAcquire, ls.name), nil,
 		grantReply,
 		func(g grant, err error) bool { return err == nil && g.ok },
 		func(rp reply[grant]) {
@@ -82,14 +81,16 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 		})
 
 	v := validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-	// The per-node detail is filled in only if the attempt fails.
-	qerr := &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Agreed: r.ok, Validity: v, sentinel: ErrNotAcquired}
+	// What the error says if the attempt fails: made only then.
+	op, agreed := "acquire", r.ok
+	var nodes []error // a failed write-back's
 
 	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
 		if ls.fenceArg == "1" {
-			var granted []uint64
+			var buf [8]uint64
+			granted := buf[:0]
 			for i, rp := range r.replies {
 				if r.answered[i] && rp.err == nil && rp.val.ok {
 					granted = append(granted, rp.val.fence)
@@ -101,11 +102,10 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 				wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v))
 				if wb.ok < c.quorum {
 					ok = false
-					qerr.Op, qerr.Agreed = "fence write-back", wb.ok
-					qerr.Nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
+					op, agreed = "fence write-back", wb.ok
+					nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
 				} else {
 					v = validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-					qerr.Validity = v
 					ok = v > 0
 				}
 			}
@@ -118,10 +118,11 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 			return newLock(c, ls, fence, until, cl), nil
 		}
 		if ok {
-			qerr.Validity = until.Sub(c.clock.Now())
+			v = until.Sub(c.clock.Now())
 		}
 	}
 
+	qerr := &QuorumError{Op: op, Name: ls.name, Quorum: c.quorum, Agreed: agreed, Validity: v, Nodes: nodes, sentinel: ErrNotAcquired}
 	if qerr.Nodes == nil { // not a failed write-back, which named its own nodes
 		qerr.Nodes = nodeErrorsOf(c, r, ls.timeout, func(g grant) error {
 			if g.ok {
