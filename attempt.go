@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,41 +18,41 @@ type grant struct {
 	rank  int64  // when not ok: the caller's rank in the queue (0: the head), -1 when not queued
 }
 
-// parseGrant reads the acquire script's reply: {1, "fence"} or {0, pttl},
-// the latter with the caller's rank in the queue as a third element when it
-// queues.
-func parseGrant(v []any) (grant, error) {
-	if len(v) == 2 || len(v) == 3 {
-		switch status := v[0].(type) {
-		case int64:
-			if s, ok := v[1].(string); ok && status == 1 {
-				f, err := strconv.ParseUint(s, 10, 64)
-				if err != nil {
-					return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", s)
-				}
-				return grant{ok: true, fence: f}, nil
-			}
-			if pttl, ok := v[1].(int64); ok && status == 0 {
-				g := grant{pttl: pttl, rank: -1}
-				if len(v) == 3 {
-					if rank, ok := v[2].(int64); ok {
-						g.rank = rank
-					}
-				}
-				return g, nil
-			}
+// parseGrant reads the acquire script's reply: "1:<fence>", or
+// "0:<pttl>", the latter followed by ":<rank>", the caller's rank in the
+// queue, when it queues.
+func parseGrant(s string) (grant, error) {
+	status, rest, ok := strings.Cut(s, ":")
+	switch {
+	case ok && status == "1":
+		f, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", rest)
+		}
+		return grant{ok: true, fence: f}, nil
+	case ok && status == "0":
+		g := grant{rank: -1}
+		pttl, rank, queued := strings.Cut(rest, ":")
+		var err error
+		if g.pttl, err = strconv.ParseInt(pttl, 10, 64); err == nil && queued {
+			g.rank, err = strconv.ParseInt(rank, 10, 64)
+		}
+		if err == nil {
+			return g, nil
 		}
 	}
-	return grant{}, fmt.Errorf("unexpected reply %v from the acquire script", v)
+	return grant{}, fmt.Errorf("unexpected reply %q from the acquire script", s)
 }
 
-// grantReply reads a node's reply to the acquire script.
+// grantReply reads a node's reply to the acquire script. The reply is one
+// string, not a table, so that reading it takes no allocation but the
+// string's.
 func grantReply(cmd *redis.Cmd) (grant, error) {
-	v, err := cmd.Slice()
+	s, err := cmd.Text()
 	if err != nil {
 		return grant{}, err
 	}
-	return parseGrant(v)
+	return parseGrant(s)
 }
 
 // lateCovered reports whether a late answer of node to one of ls's
