@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -59,50 +61,80 @@ type AcquireOptions struct {
 // lease is what one Acquire call fixes once, and every later step of its
 // lock (extend, release, cleanup) reuses as it is.
 type lease struct {
-	name, key, fenceKey string
-	token               string // the call's token: [Lock.Token]
-	prefix              string // token + ".": the start of every attempt's value
-	ttl                 time.Duration
-	ttlArg              string        // ttl in whole ms, as the scripts take it
-	timeout             time.Duration // per-node timeout under ttl
-	fenceArg            string        // "1" fenced, "0" not
-	hold                string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
-	meta                string        // the re-entrant form: the holder's metadata
-	tag                 string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
+	name, key, fenceKey     string
+	queueKey, queueTimesKey string // the waiting order's keys (queue.go)
+	channel                 string // where the lock's releases are announced (see Client.releaseChannel)
+	token                   string // the call's token: [Lock.Token]
+	prefix                  string // token + ".": the start of every attempt's value
+	first                   string // prefix + "1": the first attempt's value (see value)
+	ttl                     time.Duration
+	ttlArg                  string        // ttl in whole ms, as the scripts take it
+	timeout                 time.Duration // per-node timeout under ttl
+	fenceArg                string        // "1" fenced, "0" not
+	hold                    string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
+	meta                    string        // the re-entrant form: the holder's metadata
+	tag                     string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 
 	// The waiting order (queue.go), fixed by enqueue.
-	mode                    string // queueWait, queueTry or queueBarge
-	queueKey, queueTimesKey string
-	member                  string      // the call's queue entry: "<token>:<client>", and ":<ttl>:<fence>" when grantable
-	grantable               bool        // a release may grant the call the key (release.lua): a plain lock's waiter
-	gaveUp                  atomic.Bool // the call failed: its grants go when it leaves the queue
-	priority                string      // the call's rank in the queue, alike on every node
-	acquireKeys             []string    // the acquire script's KEYS
-	acquireArgs             []any       // its ARGV after the attempt's value
-	queueDone               atomic.Bool // the call no longer waits: it won or gave up
-	releaseQueued           atomic.Bool // a release of the call was queued on the nodes' senders (see lateCovered)
-	behind                  bool        // the last attempt found another waiter first on a quorum (queued)
-	headAttempts            int         // failed attempts in a row not behind another waiter (queued)
-	promoted                bool        // the last attempt made the call the head of a free key (queued)
+	mode          string      // queueWait, queueTry or queueBarge; "" (barges) without enqueue
+	member        string      // queueWait: the call's queue entry, "<token>:<client>", and ":<ttl>:<fence>" when grantable
+	grantable     bool        // a release may grant the call the key (release.lua): a plain lock's waiter
+	gaveUp        atomic.Bool // the call failed: its grants go when it leaves the queue
+	priority      string      // queueWait: the call's rank in the queue, alike on every node
+	queueDone     atomic.Bool // the call no longer waits: it won or gave up
+	releaseQueued atomic.Bool // a release of the call was queued on the nodes' senders (see lateCovered)
+	behind        bool        // the last attempt found another waiter first on a quorum (queued)
+	headAttempts  int         // failed attempts in a row not behind another waiter (queued)
+	promoted      bool        // the last attempt made the call the head of a free key (queued)
+
+	acquireCall call // the Acquire call's share with its late answers (late.go), made with the lease
 }
 
+// tokenLen is the length of a token: 16 random bytes in unpadded base64.
+const tokenLen = 22
+
+// releasedPrefix is what Client.releaseChannel puts between the key prefix
+// and the lock key.
+const releasedPrefix = "released:"
+
 func (c *Client) newLease(name string, ttl time.Duration, fenced bool) *lease {
-	key, fenceKey := c.Keys(name)
-	token := newToken()
-	fenceArg := "0"
+	ls := &lease{name: name, ttl: ttl, timeout: c.nodeTimeout(ttl), fenceArg: "0"}
 	if fenced {
-		fenceArg = "1"
+		ls.fenceArg = "1"
 	}
-	prefix := token + "."
+	// Every string the lease is made of, but the name, in one allocation:
+	//	<p>released:<p>{name}:fence<p>{name}:qt<token>.1<ttl>
+	// where <p> is the key prefix. The release channel ends with the lock
+	// key, which the fence counter key extends, and the queue key is the
+	// start of the queue's expiries key.
+	p := c.opts.KeyPrefix
+	var buf [256]byte
+	b := append(buf[:0], p...)
+	b = append(b, releasedPrefix...)
+	k0 := len(b)
+	b = append(append(append(append(b, p...), '{'), name...), '}')
+	k1 := len(b)
+	b = append(b, ":fence"...)
+	q0 := len(b)
+	b = append(b, b[k0:k1]...)
+	b = append(b, ":qt"...)
+	t0 := len(b)
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails
+	b = base64.RawURLEncoding.AppendEncode(b, random[:])
+	b = append(b, ".1"...)
+	d0 := len(b)
+	b = strconv.AppendInt(b, ttl.Milliseconds(), 10)
+	s := string(b)
+	kl := k1 - k0
+	ls.channel, ls.key, ls.fenceKey = s[:k1], s[k0:k1], s[k0:q0]
+	ls.queueKey, ls.queueTimesKey = s[q0:q0+kl+2], s[q0:t0]
+	ls.token, ls.prefix, ls.first = s[t0:t0+tokenLen], s[t0:t0+tokenLen+1], s[t0:d0]
+	ls.ttlArg = s[d0:]
 	if c.sharedValue {
-		prefix = token
+		ls.prefix = ls.token
 	}
-	return &lease{
-		name: name, key: key, fenceKey: fenceKey, acquireKeys: []string{key, fenceKey},
-		token: token, prefix: prefix,
-		ttl: ttl, ttlArg: millis(ttl), timeout: c.nodeTimeout(ttl),
-		fenceArg: fenceArg,
-	}
+	return ls
 }
 
 // millis formats d in whole milliseconds, as the scripts take a TTL.
@@ -113,8 +145,11 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 // attempt can never delete the key of the next. The lock's extend and
 // release match the prefix, so they cover every attempt of the call.
 func (ls *lease) value(attempt int) string {
-	if ls.prefix == ls.token { // the negative control: one value for all
+	switch {
+	case ls.prefix == ls.token: // the negative control: one value for all
 		return ls.token
+	case attempt == 1 && len(ls.first) == len(ls.prefix)+1 && ls.first[:len(ls.prefix)] == ls.prefix:
+		return ls.first // made with the prefix (unless the token was replaced since)
 	}
 	return ls.prefix + strconv.Itoa(attempt)
 }
@@ -179,7 +214,8 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	// The call's place in the nodes' queue dates from now: calls of one
 	// Client take turns locally first (see queue.go).
 	ls.enqueue(queueMode(&o), c.clock.Now(), c.waker.id)
-	cl := &call{leaveTurn: leave}
+	cl := &ls.acquireCall
+	cl.leaveTurn = leave
 	l, attempts, err := c.acquire(ctx, cl, ls, &o)
 	ls.gaveUp.Store(err != nil) // before queueDone: see lateQueued
 	ls.queueDone.Store(true)
@@ -205,7 +241,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOptions) (*Lock, int, error) {
 	var wake <-chan struct{}
 	var granted func() []uint64
-	channel, id := c.wakeOn(ls)
+	var channel string     // what wake listens on, once contended
 	first := c.clock.Now() // no release can grant the call the key before its first attempt
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -226,7 +262,9 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		}
 		if wake == nil {
 			// Contended: from now on a release of this name wakes us.
+			var id string
 			var cancel func()
+			channel, id = c.wakeOn(ls)
 			wake, granted, cancel = c.waker.watch(channel, id)
 			defer cancel()
 		}

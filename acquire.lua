@@ -19,48 +19,34 @@
 -- "h:<token>", holding the number of the attempt that wrote it, so that
 -- attempts compare as string values do. A key of the other form is another
 -- owner's: held, never an error, never taken over.
--- Returns {1, fence} when the key now holds this attempt's value (or the
--- release's grant to the call, "<token>.0", which stays), with fence
--- the counter as a decimal string (exact past 2^53; "0" without fencing);
--- {0, pttl} when someone else holds the key (or a later attempt of the same
--- call: an attempt never takes a key back from a newer one), or {0, 0} when
--- the key is free but another waiter comes first; in "wait" mode a third
--- element gives the caller's rank in the queue (0: the head).
--- Every check comes first, so an error leaves every key untouched:
+-- Returns one bulk string: "1:<fence>" when the key now holds this
+-- attempt's value (or the release's grant to the call, "<token>.0", which
+-- stays), with fence the counter in decimal (exact past 2^53; "0" without
+-- fencing); "0:<pttl>" when someone else holds the key (or a later attempt
+-- of the same call: an attempt never takes a key back from a newer one), or
+-- "0:0" when the key is free but another waiter comes first; in "wait" mode
+-- ":<rank>" follows, the caller's rank in the queue (0: the head).
+-- Every check comes before any write, so an error leaves every key untouched:
 -- WRONGTYPE for a key of another type (or a hash without rl-owner),
 -- BADCOUNTER for a counter that is not a decimal in [0, 2^63-2] (INCR would
--- fail or overflow after the SET).
+-- fail or overflow). When the key is free and nobody queues (the key will be
+-- taken), the INCR that takes the fence is the counter's check, before the
+-- lock key is written: a counter INCR refuses, or takes below 1 (it is set
+-- back at once), fails the call.
 local hashed = ARGV[8] ~= nil
 local mode = ARGV[4]
 local queued = mode == 'wait' or mode == 'try'
--- The lock key: a plain GET answers for a string or no key (the common
--- case, one call); TYPE only when it is not a string, or for the hash form.
-local t, cur
-if hashed then
-  t = redis.call('TYPE', KEYS[1])['ok']
+-- The common case, in one call: the key is free and nobody queues.
+local free
+if queued then
+  free = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0
 else
-  cur = redis.pcall('GET', KEYS[1])
-  if type(cur) == 'table' then
-    t, cur = redis.call('TYPE', KEYS[1])['ok'], nil
-  else
-    t = cur and 'string' or 'none'
-  end
+  free = redis.call('EXISTS', KEYS[1]) == 0
 end
-if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
-  return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
-end
--- The queue keys are checked only when one exists (nobody waits: one call).
-local queueExists = false
-if queued and redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
-  for i = 3, 4 do
-    local qt = redis.call('TYPE', KEYS[i])['ok']
-    if qt ~= 'none' and qt ~= 'zset' then
-      return redis.error_reply('WRONGTYPE queue key ' .. KEYS[i] .. ' holds a ' .. qt .. ', not a queue')
-    end
-    queueExists = queueExists or i == 3 and qt == 'zset'
-  end
-end
-if ARGV[3] == '1' then
+local fenced = ARGV[3] == '1'
+-- badCounter returns the error for a fence counter that INCR would refuse
+-- or take below 1, or false.
+local function badCounter()
   local c = redis.pcall('GET', KEYS[2])
   if type(c) == 'table' then
     return redis.error_reply('WRONGTYPE fence counter key ' .. KEYS[2] .. ' holds a ' ..
@@ -73,16 +59,93 @@ if ARGV[3] == '1' then
         '", not a decimal counter below 2^63-1')
     end
   end
+  return false
 end
 -- fence increments the counter and returns it as a decimal string, exact:
 -- INCR's reply passes through a Lua number, exact below 2^53; above, the
--- counter is read back as a string.
+-- counter is read back as a string. A counter INCR refuses, or takes below 1
+-- (set back at once), returns false and the error reply instead.
 local function fence()
-  local n = redis.call('INCR', KEYS[2])
+  if not fenced then
+    return '0'
+  end
+  local n = redis.pcall('INCR', KEYS[2])
+  if type(n) == 'table' or n < 1 then
+    if type(n) == 'number' then
+      -- Set it back with the commands a lock user may call (no DECR): one
+      -- less, in decimal, exact whatever its size, and its TTL if it had one.
+      local m = redis.call('GET', KEYS[2]) -- "0" or "-<digits>"
+      local back = '-1'
+      if m ~= '0' then
+        local k = string.sub(m, 2)
+        local i = #k
+        while i > 0 and string.sub(k, i, i) == '9' do
+          i = i - 1
+        end
+        local head = '1'
+        if i > 0 then
+          head = string.sub(k, 1, i - 1) .. string.char(string.byte(k, i) + 1)
+        end
+        back = '-' .. head .. string.rep('0', #k - i)
+      end
+      local ttl = redis.call('PTTL', KEYS[2])
+      redis.call('SET', KEYS[2], back)
+      if ttl > 0 then
+        redis.call('PEXPIRE', KEYS[2], ttl)
+      end
+    end
+    return false, badCounter() or n
+  end
   if n < 9007199254740992 then
     return string.format('%.0f', n)
   end
   return redis.call('GET', KEYS[2])
+end
+-- The common case, done: the plain form takes the free key.
+if free and not hashed then
+  local f, err = fence()
+  if not f then
+    return err
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return '1:' .. f
+end
+local t, cur = 'none', false
+local queueExists = false
+if not free then
+  -- The lock key: a plain GET answers for a string or no key (one call);
+  -- TYPE only when it is not a string, or for the hash form.
+  if hashed then
+    t = redis.call('TYPE', KEYS[1])['ok']
+  else
+    cur = redis.pcall('GET', KEYS[1])
+    if type(cur) == 'table' then
+      t, cur = redis.call('TYPE', KEYS[1])['ok'], nil
+    else
+      t = cur and 'string' or 'none'
+    end
+  end
+  if t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 0 or t ~= 'none' and t ~= 'string' and t ~= 'hash' then
+    return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock')
+  end
+  -- The queue keys, when one exists.
+  if queued and redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
+    for i = 3, 4 do
+      local qt = redis.call('TYPE', KEYS[i])['ok']
+      if qt ~= 'none' and qt ~= 'zset' then
+        return redis.error_reply('WRONGTYPE queue key ' .. KEYS[i] .. ' holds a ' .. qt .. ', not a queue')
+      end
+      queueExists = queueExists or i == 3 and qt == 'zset'
+    end
+  end
+end
+-- The counter is checked now, unless the key is free and nobody queues:
+-- then fence checks it, first thing.
+if fenced and not free then
+  local err = badCounter()
+  if err then
+    return err
+  end
 end
 -- now: node time in ms. head: drops the expired entries (dead waiters) and
 -- returns the queue's head, or false when nobody waits.
@@ -108,7 +171,7 @@ end
 -- "wait" mode (its priority stays the one the client fixed for the call).
 local function refuse(pttl)
   if mode ~= 'wait' then
-    return {0, pttl}
+    return string.format('0:%.0f', pttl)
   end
   head()
   redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
@@ -118,7 +181,7 @@ local function refuse(pttl)
   -- keys can too: a queue nobody looks at again leaves nothing behind.
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
-  return {0, pttl, redis.call('ZRANK', KEYS[3], ARGV[5])}
+  return string.format('0:%.0f:%.0f', pttl, redis.call('ZRANK', KEYS[3], ARGV[5]))
 end
 local v = ARGV[1]
 if hashed or t == 'hash' then
@@ -137,25 +200,33 @@ if hashed or t == 'hash' then
         return refuse(0)
       end
     end
-    redis.call('HSET', KEYS[1], 'rl-owner', token, 'rl-fence', '0', 'rl-ttl', ttl, 'rl-meta', ARGV[8], hold, mine)
-  else
-    -- Ours only from an earlier attempt of the same call, as for a string.
-    local theirs = redis.call('HGET', KEYS[1], 'rl-owner') == token and tonumber(redis.call('HGET', KEYS[1], hold))
-    if not (theirs and mine and theirs <= mine) then
-      return refuse(redis.call('PTTL', KEYS[1]))
+    local f, err = fence()
+    if not f then
+      return err
     end
-    redis.call('HSET', KEYS[1], hold, mine)
-    ttl = math.max(tonumber(ttl), tonumber(redis.call('HGET', KEYS[1], 'rl-ttl')) or 0)
-    redis.call('HSET', KEYS[1], 'rl-ttl', ttl)
+    redis.call('HSET', KEYS[1], 'rl-owner', token, 'rl-fence', f, 'rl-ttl', ttl, 'rl-meta', ARGV[8], hold, mine)
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return '1:' .. f
+  end
+  -- Ours only from an earlier attempt of the same call, as for a string.
+  local theirs = redis.call('HGET', KEYS[1], 'rl-owner') == token and tonumber(redis.call('HGET', KEYS[1], hold))
+  if not (theirs and mine and theirs <= mine) then
+    return refuse(redis.call('PTTL', KEYS[1]))
+  end
+  local f, err = fence()
+  if not f then
+    return err
+  end
+  ttl = math.max(tonumber(ttl), tonumber(redis.call('HGET', KEYS[1], 'rl-ttl')) or 0)
+  if fenced then
+    redis.call('HSET', KEYS[1], hold, mine, 'rl-ttl', ttl, 'rl-fence', f)
+  else
+    redis.call('HSET', KEYS[1], hold, mine, 'rl-ttl', ttl)
   end
   redis.call('PEXPIRE', KEYS[1], ttl)
-  if ARGV[3] == '1' then
-    local f = fence()
-    redis.call('HSET', KEYS[1], 'rl-fence', f)
-    return {1, f}
-  end
-  return {1, '0'}
+  return '1:' .. f
 end
+local keep = false -- the key is the release's grant to this call: kept
 if cur == false then
   if queued then
     local h = head()
@@ -163,11 +234,7 @@ if cur == false then
       return refuse(0)
     end
   end
-  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-elseif cur == v then
-  -- This very attempt, resent after a lost reply: refresh and succeed.
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-else
+elseif cur ~= v then
   -- An earlier attempt of the same call (same token) may hold the key: a
   -- late grant. Take it over; never the other way round, or a delayed
   -- request of an old attempt could hand the key back to a value whose
@@ -180,15 +247,20 @@ else
   local prefix = string.sub(v, 1, dot)
   local mine = tonumber(string.sub(v, dot + 1))
   local theirs = string.sub(cur, 1, #prefix) == prefix and tonumber(string.sub(cur, #prefix + 1))
-  if theirs == 0 and cur == prefix .. '0' then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  elseif theirs and mine and theirs < mine then
-    redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-  else
+  keep = theirs == 0 and cur == prefix .. '0'
+  if not (keep or theirs and mine and theirs < mine) then
     return refuse(redis.call('PTTL', KEYS[1]))
   end
 end
-if ARGV[3] == '1' then
-  return {1, fence()}
+local f, err = fence()
+if not f then
+  return err
 end
-return {1, '0'}
+if cur == v or keep then
+  -- This very attempt, resent after a lost reply, or the call's grant:
+  -- refresh and succeed.
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+end
+return '1:' .. f

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,41 +18,41 @@ type grant struct {
 	rank  int64  // when not ok: the caller's rank in the queue (0: the head), -1 when not queued
 }
 
-// parseGrant reads the acquire script's reply: {1, "fence"} or {0, pttl},
-// the latter with the caller's rank in the queue as a third element when it
-// queues.
-func parseGrant(v []any) (grant, error) {
-	if len(v) == 2 || len(v) == 3 {
-		switch status := v[0].(type) {
-		case int64:
-			if s, ok := v[1].(string); ok && status == 1 {
-				f, err := strconv.ParseUint(s, 10, 64)
-				if err != nil {
-					return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", s)
-				}
-				return grant{ok: true, fence: f}, nil
-			}
-			if pttl, ok := v[1].(int64); ok && status == 0 {
-				g := grant{pttl: pttl, rank: -1}
-				if len(v) == 3 {
-					if rank, ok := v[2].(int64); ok {
-						g.rank = rank
-					}
-				}
-				return g, nil
-			}
+// parseGrant reads the acquire script's reply: "1:<fence>", or
+// "0:<pttl>", the latter followed by ":<rank>", the caller's rank in the
+// queue, when it queues.
+func parseGrant(s string) (grant, error) {
+	status, rest, ok := strings.Cut(s, ":")
+	switch {
+	case ok && status == "1":
+		f, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", rest)
+		}
+		return grant{ok: true, fence: f}, nil
+	case ok && status == "0":
+		g := grant{rank: -1}
+		pttl, rank, queued := strings.Cut(rest, ":")
+		var err error
+		if g.pttl, err = strconv.ParseInt(pttl, 10, 64); err == nil && queued {
+			g.rank, err = strconv.ParseInt(rank, 10, 64)
+		}
+		if err == nil {
+			return g, nil
 		}
 	}
-	return grant{}, fmt.Errorf("unexpected reply %v from the acquire script", v)
+	return grant{}, fmt.Errorf("unexpected reply %q from the acquire script", s)
 }
 
-// grantReply reads a node's reply to the acquire script.
+// grantReply reads a node's reply to the acquire script. The reply is one
+// string, not a table, so that reading it takes no allocation but the
+// string's.
 func grantReply(cmd *redis.Cmd) (grant, error) {
-	v, err := cmd.Slice()
+	s, err := cmd.Text()
 	if err != nil {
 		return grant{}, err
 	}
-	return parseGrant(v)
+	return parseGrant(s)
 }
 
 // lateCovered reports whether a late answer of node to one of ls's
@@ -67,9 +68,8 @@ func (c *Client) lateCovered(ls *lease, node int) bool {
 func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lock, *QuorumError) {
 	start := c.clock.Now()
 	value := ls.value(attempt)
-	argv := ls.acquireArgv(value)
 	cl.begin(attempt)
-	r := scriptRound(ctx, c, c.quorum, ls.timeout, newRequest(acquireScript, ls.acquireKeys, argv...).observed(EventAcquire, ls.name), nil,
+	r := scriptRound(ctx, c, c.quorum, ls.timeout, ls.acquireRequest(value).observed(EventAcquire, ls.name), nil,
 		grantReply,
 		func(g grant, err error) bool { return err == nil && g.ok },
 		func(rp reply[grant]) {
@@ -82,14 +82,16 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 		})
 
 	v := validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-	// The per-node detail is filled in only if the attempt fails.
-	qerr := &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Agreed: r.ok, Validity: v, sentinel: ErrNotAcquired}
+	// What the error says if the attempt fails: made only then.
+	op, agreed := "acquire", r.ok
+	var nodes []error // a failed write-back's
 
 	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
 		if ls.fenceArg == "1" {
-			var granted []uint64
+			var buf [8]uint64
+			granted := buf[:0]
 			for i, rp := range r.replies {
 				if r.answered[i] && rp.err == nil && rp.val.ok {
 					granted = append(granted, rp.val.fence)
@@ -101,11 +103,10 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 				wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v))
 				if wb.ok < c.quorum {
 					ok = false
-					qerr.Op, qerr.Agreed = "fence write-back", wb.ok
-					qerr.Nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
+					op, agreed = "fence write-back", wb.ok
+					nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
 				} else {
 					v = validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-					qerr.Validity = v
 					ok = v > 0
 				}
 			}
@@ -118,10 +119,11 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 			return newLock(c, ls, fence, until, cl), nil
 		}
 		if ok {
-			qerr.Validity = until.Sub(c.clock.Now())
+			v = until.Sub(c.clock.Now())
 		}
 	}
 
+	qerr := &QuorumError{Op: op, Name: ls.name, Quorum: c.quorum, Agreed: agreed, Validity: v, Nodes: nodes, sentinel: ErrNotAcquired}
 	if qerr.Nodes == nil { // not a failed write-back, which named its own nodes
 		qerr.Nodes = nodeErrorsOf(c, r, ls.timeout, func(g grant) error {
 			if g.ok {

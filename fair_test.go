@@ -71,8 +71,8 @@ func enqueueDead(t testing.TB, c *Client, ns []redis.UniversalClient, name, toke
 	q, qt := queueKeys(key)
 	for i, n := range ns {
 		v, err := acquireScript.Run(context.Background(), n, []string{key, fenceKey, q, qt},
-			token+".1", "10000", "0", queueWait, token, fmt.Sprint(prio), queueTTLArg).Slice()
-		if err != nil || len(v) != 3 || v[0] != int64(0) {
+			token+".1", "10000", "0", queueWait, token, fmt.Sprint(prio), queueTTLArg).Text()
+		if g, perr := parseGrant(v); err != nil || perr != nil || g.ok || g.rank < 0 {
 			t.Fatalf("node %d: queueing a dead waiter: %v, %v (want it refused and queued: is the key held?)", i, v, err)
 		}
 	}
@@ -478,13 +478,13 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 }
 
 func TestQueueParseGrantRank(t *testing.T) {
-	g, err := parseGrant([]any{int64(0), int64(0), int64(2)})
+	g, err := parseGrant("0:0:2")
 	if err != nil || g.ok || g.rank != 2 {
-		t.Fatalf("parseGrant({0, 0, 2}) = %+v, %v; want refused at rank 2", g, err)
+		t.Fatalf("parseGrant(\"0:0:2\") = %+v, %v; want refused at rank 2", g, err)
 	}
-	g, err = parseGrant([]any{int64(0), int64(500)})
+	g, err = parseGrant("0:500")
 	if err != nil || g.ok || g.rank != -1 || g.pttl != 500 {
-		t.Fatalf("parseGrant({0, 500}) = %+v, %v; want refused, not queued, pttl 500", g, err)
+		t.Fatalf("parseGrant(\"0:500\") = %+v, %v; want refused, not queued, pttl 500", g, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,17 +99,17 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 		key, fkey, value := keys[0], keys[1], str(0)
 		ms, _ := strconv.Atoi(str(1))
 		if !f.takes(key, value) {
-			return redis.NewCmdResult([]any{int64(0), time.Until(f.expiry[key]).Milliseconds()}, nil)
+			return redis.NewCmdResult(fmt.Sprintf("0:%d", time.Until(f.expiry[key]).Milliseconds()), nil)
 		}
 		f.kv[key] = value
 		f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
 		if str(2) != "1" {
-			return redis.NewCmdResult([]any{int64(1), "0"}, nil)
+			return redis.NewCmdResult("1:0", nil)
 		}
 		n, _ := strconv.ParseUint(f.kv[fkey], 10, 64)
 		n++
 		f.kv[fkey] = strconv.FormatUint(n, 10)
-		return redis.NewCmdResult([]any{int64(1), f.kv[fkey]}, nil)
+		return redis.NewCmdResult("1:"+f.kv[fkey], nil)
 	case extendScript.Hash():
 		f.calls["extend"]++
 		ms, _ := strconv.Atoi(str(1))

@@ -279,9 +279,9 @@ func TestGrantKeptByTheCallsAttempts(t *testing.T) {
 	if err := n.Set(ctx, key, "keeptoken.0", time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	v, err := acquireScript.Run(ctx, n, []string{key, fenceKey}, "keeptoken.3", "10000", "1").Slice()
-	if err != nil || len(v) != 2 || v[0] != int64(1) {
-		t.Fatalf("the attempt on its call's grant: %v, %v; want it granted", v, err)
+	g, err := grantReply(acquireScript.Run(ctx, n, []string{key, fenceKey}, "keeptoken.3", "10000", "1"))
+	if err != nil || !g.ok {
+		t.Fatalf("the attempt on its call's grant: %+v, %v; want it granted", g, err)
 	}
 	if got := n.Get(ctx, key).Val(); got != "keeptoken.0" {
 		t.Fatalf("the key holds %q after the attempt, want the grant keeptoken.0 kept", got)
@@ -296,8 +296,8 @@ func TestGrantKeptByTheCallsAttempts(t *testing.T) {
 		t.Fatalf("the key holds %q after the attempt's cleanup, want the grant kept", got)
 	}
 	// Another call's attempt is refused.
-	if v, err := acquireScript.Run(ctx, n, []string{key, fenceKey}, "other.1", "10000", "1").Slice(); err != nil || v[0] != int64(0) {
-		t.Fatalf("another call's attempt on the grant: %v, %v; want it refused", v, err)
+	if g, err := grantReply(acquireScript.Run(ctx, n, []string{key, fenceKey}, "other.1", "10000", "1")); err != nil || g.ok {
+		t.Fatalf("another call's attempt on the grant: %+v, %v; want it refused", g, err)
 	}
 	if got, err := releaseScript.Run(ctx, n, []string{key}, "keeptoken.", "ch").Int64(); err != nil || got != 1 {
 		t.Fatalf("the call's release: %v, %v; want the grant deleted", got, err)

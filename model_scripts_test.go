@@ -82,7 +82,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
-				g, err := parseGrant(res.([]any))
+				g, err := parseGrant(res.(string))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

@@ -71,37 +71,39 @@ func queueMode(o *AcquireOptions) string {
 // start of contention, as every node will compare it.
 func (ls *lease) enqueue(mode string, start time.Time, client string) {
 	ls.mode = mode
-	ls.member = ls.token + ":" + client
-	if mode == queueWait && ls.hold == "" {
-		// A plain lock's waiter tells the nodes its TTL and fencing, so
-		// that a release can grant it the key (release.lua).
-		ls.grantable = true
-		ls.member += ":" + ls.ttlArg + ":" + ls.fenceArg
-	}
-	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
-	switch mode {
-	case queueWait:
+	if mode == queueWait { // only a waiting call has an entry of its own
+		ls.member = ls.token + ":" + client
+		if ls.hold == "" {
+			// A plain lock's waiter tells the nodes its TTL and fencing,
+			// so that a release can grant it the key (release.lua).
+			ls.grantable = true
+			ls.member += ":" + ls.ttlArg + ":" + ls.fenceArg
+		}
 		ls.priority = strconv.FormatInt(start.UnixMicro(), 10)
-		ls.acquireKeys = []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
-		ls.acquireArgs = []any{ls.ttlArg, ls.fenceArg, mode, ls.member, ls.priority, queueTTLArg}
-	case queueTry: // never queues: needs no entry of its own
-		ls.acquireKeys = []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
-		ls.acquireArgs = []any{ls.ttlArg, ls.fenceArg, mode}
 	}
 }
 
-// acquireArgv returns the acquire script's ARGV for attempt value: the
-// value, then what enqueue fixed for every attempt of the call.
-func (ls *lease) acquireArgv(value string) []any {
-	rest := ls.acquireArgs
-	if rest == nil { // a lease made without enqueue barges
-		rest = []any{ls.ttlArg, ls.fenceArg}
+// acquireRequest returns the acquire script's call for attempt value: the
+// value, then what enqueue fixed for every attempt of the call. A call
+// that does not queue (and a lease made without enqueue) barges, and sends
+// neither the queue keys nor the queue arguments, unless the re-entrant
+// form needs them at their places.
+func (ls *lease) acquireRequest(value string) *request {
+	keys := []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
+	reentrant := ls.hold != ""
+	switch {
+	case ls.mode == queueWait && reentrant:
+		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, ls.member, ls.priority, queueTTLArg, ls.meta)
+	case ls.mode == queueWait:
+		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, ls.member, ls.priority, queueTTLArg)
+	case ls.mode == queueTry && reentrant: // never queues: needs no entry of its own
+		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.meta)
+	case ls.mode == queueTry:
+		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
+	case reentrant:
+		return newRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.meta)
 	}
-	argv := append([]any{value}, rest...)
-	if ls.hold != "" {
-		argv = ls.reentrantArgv(argv)
-	}
-	return argv
+	return newRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
 }
 
 // queued notes, after a failed attempt, whether a quorum of the nodes put
@@ -163,11 +165,10 @@ func (ls *lease) waitDelay(delay time.Duration, policy RetryPolicy, woken func()
 // only: one notice per node, not one per node and subscribed Client); a
 // barging call on the name's channel, id "" (woken when nobody queues).
 func (c *Client) wakeOn(ls *lease) (channel, id string) {
-	channel = c.releaseChannel(ls.key)
 	if ls.mode == queueWait {
-		return channel + ":" + c.waker.id, ls.member
+		return ls.channel + ":" + c.waker.id, ls.member
 	}
-	return channel, ""
+	return ls.channel, ""
 }
 
 // lateQueued handles a late answer from node that may have queued the call
@@ -206,7 +207,7 @@ func (c *Client) leaveNodes(ctx context.Context, ls *lease, which func(i int) bo
 	if ls.gaveUp.Load() {
 		gaveUp = "1"
 	}
-	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, c.releaseChannel(ls.key), gaveUp)
+	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, ls.channel, gaveUp)
 	scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, req, sel,
 		int64Reply, func(int64, error) bool { return true }, nil)
 }

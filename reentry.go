@@ -57,20 +57,6 @@ func checkMetadata(m string) error {
 // nestedHoldValue is what a nested hold's field holds: its one attempt.
 const nestedHoldValue = "0"
 
-// reentrantArgv completes the acquire script's ARGV of the re-entrant form:
-// the queue arguments at their fixed places (ARGV[4] to ARGV[7], "barge"
-// when the call does not queue), then the metadata (ARGV[8]).
-func (ls *lease) reentrantArgv(argv []any) []any {
-	for len(argv) < 7 {
-		if len(argv) == 3 {
-			argv = append(argv, queueBarge)
-		} else {
-			argv = append(argv, "")
-		}
-	}
-	return append(argv, ls.meta)
-}
-
 // extendRequest returns the extend request of ls's form: the node answers
 // 1 when it extended ls's hold, 0 when it holds nothing of ls's.
 func (ls *lease) extendRequest(ttlArg string) *request {

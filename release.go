@@ -62,7 +62,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // call's hold, and the key with the last hold — announcing the release to
 // waiters.
 func (c *Client) releaseRequest(ls *lease) *request {
-	r := ls.releaseRequest(c.releaseChannel(ls.key))
+	r := ls.releaseRequest(ls.channel)
 	r.queued = &ls.releaseQueued
 	return r.observed(EventRelease, ls.name)
 }

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// request is one script call, alike for every node of a round.
+// request is one script call, alike for every node of a round. It is made
+// for one round and carries what the round needs, so that a round costs one
+// allocation for all of it: the strings of its keys and arguments, their
+// boxed form, the EVALSHA command and the calls to the nodes (ops).
 type request struct {
 	script *redis.Script
-	keys   []string
-	argv   []any
+	keys   []string // the KEYS, in strs
+	argv   []any    // the ARGV, as written: the tail of args
 	// args is the EVALSHA command: "evalsha", sha, numkeys, keys...,
 	// argv..., built once per round and shared, read only, by the round's
 	// commands to every node.
@@ -26,18 +30,50 @@ type request struct {
 	op   EventKind
 	name string
 
-	buf [16]any // args, unless longer: one allocation for both
+	sent atomic.Bool // ops is in use by a round
+	strs [12]string  // the keys, then the arguments, unless more
+	buf  [16]any     // args, unless longer
+	ops  [5]op       // the round's calls, unless more nodes
 }
 
-func newRequest(s *redis.Script, keys []string, argv ...any) *request {
-	r := &request{script: s, keys: keys, argv: argv}
-	args := r.buf[:0]
-	args = append(args, "evalsha", scriptHash(s), len(keys))
-	for _, k := range keys {
-		args = append(args, k)
+func newRequest(s *redis.Script, keys []string, argv ...string) *request {
+	r := &request{script: s}
+	strs := append(append(r.strs[:0], keys...), argv...)
+	r.keys = strs[:len(keys):len(keys)]
+	args := append(r.buf[:0], "evalsha", scriptHash(s), len(keys))
+	for i := range strs {
+		args = append(args, strArg{&strs[i]})
 	}
-	r.args = append(args, argv...)
+	r.args = args
+	r.argv = args[3+len(keys):]
 	return r
+}
+
+// strArg is a string argument of a command, boxed without an allocation:
+// an interface holds a one-pointer struct as it is, where a string would be
+// copied to the heap first. go-redis writes it with MarshalBinary (the
+// string's own bytes, which it only reads) and prints it, in logs and
+// traces, with String.
+type strArg struct{ s *string }
+
+func (a strArg) MarshalBinary() ([]byte, error) {
+	return unsafe.Slice(unsafe.StringData(*a.s), len(*a.s)), nil
+}
+
+func (a strArg) String() string { return *a.s }
+
+// plainArgv returns argv with its strings as plain strings, for a node that
+// is not a go-redis client (a Scripter of the caller's), which may expect
+// them.
+func plainArgv(argv []any) []any {
+	out := make([]any, len(argv))
+	for i, a := range argv {
+		if s, ok := a.(strArg); ok {
+			a = *s.s
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // observed sets what the nodes' answers to r are reported as.
@@ -81,7 +117,7 @@ func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.D
 	f := newFan(ctx, &c.goes, n, perNode, late)
 	f.parse = parse
 	f.obs = c.newRoundObserver(req.op, req.name)
-	var ops []op // one allocation for the round's calls
+	var ops []op
 	for i := range c.nodes {
 		nd := &c.nodes[i]
 		switch {
@@ -89,14 +125,14 @@ func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.D
 			f.deliver(reply[T]{node: i}, false)
 		case nd.send != nil:
 			if ops == nil {
-				ops = make([]op, n)
+				ops = req.opsFor(n)
 			}
 			o := &ops[i]
 			*o = op{to: f, node: i, req: req, ctx: f.ctx, timeout: perNode, cmd: req.cmd(f.ctx)}
 			nd.send.submit(o)
 		default:
 			c.goes.Go(func() {
-				v, err := parse(req.script.Run(f.ctx, nd.client, req.keys, req.argv...))
+				v, err := parse(req.script.Run(f.ctx, nd.client, req.keys, plainArgv(req.argv)...))
 				f.deliver(reply[T]{node: i, val: v, err: err}, false)
 			})
 		}
@@ -105,6 +141,16 @@ func scriptRound[T any](ctx context.Context, c *Client, need int, perNode time.D
 		req.queued.Store(true)
 	}
 	return f.wait(ctx, n, need, accept)
+}
+
+// opsFor returns room for the calls of r's round to n nodes: r's own, if
+// no other round took them (a request is made for one round, but nothing
+// breaks if one is sent twice).
+func (r *request) opsFor(n int) []op {
+	if n <= len(r.ops) && r.sent.CompareAndSwap(false, true) {
+		return r.ops[:n]
+	}
+	return make([]op, n)
 }
 
 // answer reads op's reply and delivers it; called by the node's sender.

@@ -1,0 +1,189 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// acquireScriptCase is one situation the acquire script meets on a node:
+// what the keys hold before it runs, and how it is called.
+type acquireScriptCase struct {
+	what  string
+	setup func(ctx context.Context, rdb redis.UniversalClient, key, q, qt string)
+	mode  string // ARGV[4]: queueWait, queueTry, or queueBarge
+	hash  bool   // the re-entrant form
+	value string // ARGV[1]; "T1.2" unless set
+}
+
+// acquireScriptCases covers each path of the script: a free key (the
+// common case, in either form and every mode), a free key with a waiter
+// queued, a key held by another call (either form), and the call's own
+// key, resent or from an earlier attempt.
+func acquireScriptCases() []acquireScriptCase {
+	holdPlain := func(v string) func(context.Context, redis.UniversalClient, string, string, string) {
+		return func(ctx context.Context, rdb redis.UniversalClient, key, _, _ string) {
+			rdb.Set(ctx, key, v, time.Minute)
+		}
+	}
+	holdHash := func(ctx context.Context, rdb redis.UniversalClient, key, _, _ string) {
+		rdb.HSet(ctx, key, "rl-owner", "T9", "rl-fence", "1", "rl-ttl", "60000", "rl-meta", "", "h:T9", "1")
+		rdb.PExpire(ctx, key, time.Minute)
+	}
+	waiter := func(ctx context.Context, rdb redis.UniversalClient, _, q, qt string) {
+		rdb.ZAdd(ctx, q, redis.Z{Score: 1, Member: "T8:c"})
+		rdb.ZAdd(ctx, qt, redis.Z{Score: 1 << 50, Member: "T8:c"})
+		rdb.PExpire(ctx, q, time.Minute)
+		rdb.PExpire(ctx, qt, time.Minute)
+	}
+	free := func(context.Context, redis.UniversalClient, string, string, string) {}
+	return []acquireScriptCase{
+		{what: "free, try", setup: free, mode: queueTry},
+		{what: "free, wait", setup: free, mode: queueWait},
+		{what: "free, barge", setup: free, mode: queueBarge},
+		{what: "free, re-entrant", setup: free, mode: queueTry, hash: true},
+		{what: "free, a waiter queued", setup: waiter, mode: queueWait},
+		{what: "held by another", setup: holdPlain("T9.1"), mode: queueWait},
+		{what: "held by another in the re-entrant form", setup: holdHash, mode: queueTry},
+		{what: "resent", setup: holdPlain("T1.2"), mode: queueTry},
+		{what: "held by an earlier attempt", setup: holdPlain("T1.1"), mode: queueBarge},
+	}
+}
+
+// runAcquireScript runs the acquire script as tc says, fenced, for the
+// call "T1" with the queue entry "T1:c".
+func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquireScriptCase, key, fenceKey, q, qt string) (string, error) {
+	v := tc.value
+	if v == "" {
+		v = "T1.2"
+	}
+	keys := []string{key, fenceKey, q, qt}
+	argv := []any{v, "60000", "1", tc.mode, "T1:c", "100", "60000"}
+	switch {
+	case tc.hash:
+		argv = append(argv, "meta")
+	case tc.mode == queueBarge:
+		keys, argv = keys[:2], argv[:3]
+	case tc.mode == queueTry:
+		argv = argv[:4]
+	}
+	return acquireScript.Run(ctx, rdb, keys, argv...).Text()
+}
+
+// A counter INCR would refuse, or take below 1, fails the acquire script
+// on every path with BADCOUNTER (or WRONGTYPE, for a counter of another
+// type), and leaves every key as it was: the common path checks it with
+// the INCR itself, and puts back what that INCR changed.
+func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
+	rdb := nodes(1)[0]
+	ctx := t.Context()
+	const key, fenceKey = "redlock:{acquire-bad-counter}", "redlock:{acquire-bad-counter}:fence"
+	q, qt := queueKeys(key)
+	all := []string{key, fenceKey, q, qt}
+	for _, bad := range []string{"abc", "", "-5", "-1", "-2", "-10", "-200", "-1099", "-0", "007", "+5", "1.5", " 5",
+		"9223372036854775807", "99999999999999999999", "-9223372036854775807", "-9223372036854775808", "hash"} {
+		want := "BADCOUNTER"
+		if bad == "hash" {
+			want = "WRONGTYPE fence counter"
+		}
+		for _, tc := range acquireScriptCases() {
+			rdb.Del(ctx, all...)
+			tc.setup(ctx, rdb, key, q, qt)
+			if bad == "hash" {
+				rdb.HSet(ctx, fenceKey, "f", "v")
+			} else {
+				rdb.Set(ctx, fenceKey, bad, time.Hour) // a TTL of its own, kept too
+			}
+			before := make([]string, len(all))
+			for i, k := range all {
+				before[i] = rdb.Dump(ctx, k).Val()
+			}
+			got, err := runAcquireScript(ctx, rdb, tc, key, fenceKey, q, qt)
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("counter %q, %s: acquire = %q, %v; want %s", bad, tc.what, got, err, want)
+			}
+			for i, k := range all {
+				if after := rdb.Dump(ctx, k).Val(); after != before[i] {
+					t.Errorf("counter %q, %s: %s changed", bad, tc.what, k)
+				}
+			}
+			if got := rdb.Get(ctx, fenceKey).Val(); bad != "hash" && got != bad {
+				t.Errorf("counter %q, %s: counter %q after", bad, tc.what, got)
+			}
+			if ttl := rdb.PTTL(ctx, fenceKey).Val(); bad != "hash" && ttl < 59*time.Minute {
+				t.Errorf("counter %q, %s: counter TTL %v after; want about an hour, as before", bad, tc.what, ttl)
+			}
+		}
+	}
+	rdb.Del(ctx, all...)
+}
+
+// The acquire script's reply, one string, on each path, read by parseGrant:
+// granted with the incremented fence, refused with the holder's TTL, or
+// with no TTL and the caller's rank when it queues behind a waiter.
+func TestAcquireScriptReplies(t *testing.T) {
+	rdb := nodes(1)[0]
+	ctx := t.Context()
+	const key, fenceKey = "redlock:{acquire-replies}", "redlock:{acquire-replies}:fence"
+	q, qt := queueKeys(key)
+	all := []string{key, fenceKey, q, qt}
+	const counter = 1<<53 + 1 // past 2^53: exact only as a string
+	for _, tc := range acquireScriptCases() {
+		rdb.Del(ctx, all...)
+		tc.setup(ctx, rdb, key, q, qt)
+		rdb.Set(ctx, fenceKey, uint64(counter), 0)
+		s, err := runAcquireScript(ctx, rdb, tc, key, fenceKey, q, qt)
+		if err != nil {
+			t.Errorf("%s: acquire = %v", tc.what, err)
+			continue
+		}
+		g, err := parseGrant(s)
+		if err != nil {
+			t.Errorf("%s: parseGrant(%q) = %v", tc.what, s, err)
+			continue
+		}
+		switch tc.what {
+		case "held by another", "held by another in the re-entrant form":
+			if g.ok || g.pttl < 50000 || g.pttl > 60000 || (g.rank >= 0) != (tc.mode == queueWait) {
+				t.Errorf("%s: reply %q = %+v; want refused with the holder's TTL, ranked only when waiting", tc.what, s, g)
+			}
+		case "free, a waiter queued":
+			if g.ok || g.pttl != 0 || g.rank != 1 {
+				t.Errorf("%s: reply %q = %+v; want refused, TTL 0, rank 1", tc.what, s, g)
+			}
+		default:
+			if !g.ok || g.fence != counter+1 {
+				t.Errorf("%s: reply %q = %+v; want granted with fence %d", tc.what, s, g, uint64(counter+1))
+			}
+		}
+	}
+	rdb.Del(ctx, all...)
+}
+
+// A lock user with the minimal ACL (README) meets a negative counter: the
+// acquire fails with ErrBadCounter, and the counter is set back with the
+// commands the user may call.
+func TestAcquireBadCounterMinimalACL(t *testing.T) {
+	users := aclUser(t, nodes(3), "bad-counter-user", lockUserRules)
+	c := newTestClient(t, users, nil)
+	name := "bad-counter-acl"
+	key, fenceKey := c.Keys(name)
+	for _, nd := range nodes(3) {
+		nd.Set(t.Context(), fenceKey, "-7", 0)
+	}
+	_, err := c.Acquire(t.Context(), name, time.Second, &AcquireOptions{Retry: NoRetry()})
+	if !errors.Is(err, ErrBadCounter) {
+		t.Errorf("Acquire over the counter -7 = %v; want ErrBadCounter", err)
+	}
+	assertNoLockKey(t, nodes(3), key)
+	for i, nd := range nodes(3) {
+		if got := nd.Get(t.Context(), fenceKey).Val(); got != "-7" {
+			t.Errorf("node %d: counter %q; want \"-7\", untouched", i, got)
+		}
+		nd.Del(t.Context(), fenceKey)
+	}
+}
