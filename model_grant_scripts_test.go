@@ -22,45 +22,11 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 	key, ctrKey := c.Keys(name)
 	q, qt := queueKeys(key)
 	channel := c.releaseChannel(key)
-	token := func(tok uint8) string { return "T" + strconv.Itoa(int(tok)) + "x" }
-	valueOf := func(v mval) string {
-		if v.tok == 0 {
-			return ""
-		}
-		return token(v.tok) + "." + strconv.Itoa(int(v.att))
-	}
+	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey, others: []string{q, qt}}
+	token, valueOf, setup, check := modelToken, modelValue, sn.setup, sn.check
 	// Key states: absent, a grant to call 1 or 2 ("T.0"), or an attempt's
 	// value.
 	keys := []mval{{}, {1, 0}, {2, 0}, {1, 1}, {1, 2}, {2, 1}}
-	setup := func(t *testing.T, n mnode) {
-		t.Helper()
-		if err := rdb.Del(ctx, key, ctrKey, q, qt).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n.key.tok != 0 {
-			rdb.Set(ctx, key, valueOf(n.key), time.Minute)
-		}
-		if n.ctr != 0 {
-			rdb.Set(ctx, ctrKey, n.ctr, 0)
-		}
-	}
-	check := func(t *testing.T, what string, n mnode, ok, realOK bool) {
-		t.Helper()
-		v, err := rdb.Get(ctx, key).Result()
-		if err == redis.Nil {
-			v = ""
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		ctr, err := rdb.Get(ctx, ctrKey).Int()
-		if err != nil && err != redis.Nil {
-			t.Fatal(err)
-		}
-		if realOK != ok || v != valueOf(n.key) || uint8(ctr) != n.ctr {
-			t.Errorf("%s: script says ok=%v, key %q, counter %d; model says ok=%v, key %q, counter %d",
-				what, realOK, v, ctr, ok, valueOf(n.key), n.ctr)
-		}
-	}
 	// The head's Client listens, as a live waiter's does.
 	ps := rdb.Subscribe(ctx, channel+":c2")
 	defer ps.Close()

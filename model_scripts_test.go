@@ -20,52 +20,12 @@ func TestModelStepsMatchScripts(t *testing.T) {
 	rdb := nodes(1)[0]
 	ctx := t.Context()
 	const key, ctrKey = "redlock:{model-conformance}", "redlock:{model-conformance}:fence"
-	token := func(tok uint8) string { return "T" + strconv.Itoa(int(tok)) + "x" }
-	valueOf := func(v mval) string {
-		if v.tok == 0 {
-			return ""
-		}
-		return token(v.tok) + "." + strconv.Itoa(int(v.att))
-	}
+	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey}
+	token, valueOf, setup, check := modelToken, modelValue, sn.setup, sn.check
 	// The model's key states: absent, or a value of call 1 or 2, attempt 1
 	// or 2 (the new protocol: every attempt writes "<token>.<attempt>").
 	keys := []mval{{}, {1, 1}, {1, 2}, {2, 1}, {2, 2}}
 	counters := []uint8{0, 4}
-	setup := func(t *testing.T, n mnode) {
-		t.Helper()
-		if err := rdb.Del(ctx, key, ctrKey).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n.key.tok != 0 {
-			rdb.Set(ctx, key, valueOf(n.key), time.Minute)
-		}
-		if n.ctr != 0 {
-			rdb.Set(ctx, ctrKey, n.ctr, 0)
-		}
-	}
-	// observe reads the node back as the model sees it.
-	observe := func(t *testing.T) (string, uint8) {
-		t.Helper()
-		v, err := rdb.Get(ctx, key).Result()
-		if err == redis.Nil {
-			v = ""
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		c, err := rdb.Get(ctx, ctrKey).Int()
-		if err != nil && err != redis.Nil {
-			t.Fatal(err)
-		}
-		return v, uint8(c)
-	}
-	check := func(t *testing.T, what string, n mnode, ok bool, realOK bool) {
-		t.Helper()
-		gotKey, gotCtr := observe(t)
-		if realOK != ok || gotKey != valueOf(n.key) || gotCtr != n.ctr {
-			t.Errorf("%s: script says ok=%v, key %q, counter %d; model says ok=%v, key %q, counter %d",
-				what, realOK, gotKey, gotCtr, ok, valueOf(n.key), n.ctr)
-		}
-	}
 	run := func(s *redis.Script, keys []string, args ...any) (any, error) {
 		return s.Run(ctx, rdb, keys, args...).Result()
 	}
@@ -139,6 +99,62 @@ func TestModelStepsMatchScripts(t *testing.T) {
 	rdb.Del(context.Background(), key, ctrKey)
 	if steps < 100 {
 		t.Errorf("compared %d steps; the table shrank", steps)
+	}
+}
+
+// modelToken is the token of the model's call tok on a real node.
+func modelToken(tok uint8) string { return "T" + strconv.Itoa(int(tok)) + "x" }
+
+// modelValue is the model's lock value v as the scripts write it.
+func modelValue(v mval) string {
+	if v.tok == 0 {
+		return ""
+	}
+	return modelToken(v.tok) + "." + strconv.Itoa(int(v.att))
+}
+
+// scriptNode is a real Redis standing for one model node in the
+// conformance tests: its lock key and fence counter, and the other keys a
+// step may leave behind.
+type scriptNode struct {
+	rdb         redis.UniversalClient
+	key, ctrKey string
+	others      []string // cleared with the key and the counter
+}
+
+// setup makes the real node hold the model node n.
+func (sn *scriptNode) setup(t *testing.T, n mnode) {
+	t.Helper()
+	ctx := t.Context()
+	if err := sn.rdb.Del(ctx, append([]string{sn.key, sn.ctrKey}, sn.others...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n.key.tok != 0 {
+		sn.rdb.Set(ctx, sn.key, modelValue(n.key), time.Minute)
+	}
+	if n.ctr != 0 {
+		sn.rdb.Set(ctx, sn.ctrKey, n.ctr, 0)
+	}
+}
+
+// check compares the real node, and the script's answer realOK, with the
+// model's node n and answer ok after the step what.
+func (sn *scriptNode) check(t *testing.T, what string, n mnode, ok, realOK bool) {
+	t.Helper()
+	ctx := t.Context()
+	v, err := sn.rdb.Get(ctx, sn.key).Result()
+	if err == redis.Nil {
+		v = ""
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sn.rdb.Get(ctx, sn.ctrKey).Int()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	if realOK != ok || v != modelValue(n.key) || uint8(c) != n.ctr {
+		t.Errorf("%s: script says ok=%v, key %q, counter %d; model says ok=%v, key %q, counter %d",
+			what, realOK, v, c, ok, modelValue(n.key), n.ctr)
 	}
 }
 
