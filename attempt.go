@@ -97,18 +97,13 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 					granted = append(granted, rp.val.fence)
 				}
 			}
-			plan := planFence(granted, c.quorum)
-			fence = plan.fence
-			if plan.writeBack {
-				wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v))
-				if wb.ok < c.quorum {
-					ok = false
-					op, agreed = "fence write-back", wb.ok
-					nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
-				} else {
-					v = validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
-					ok = v > 0
-				}
+			var wb *round[int64]
+			if fence, v, wb = c.settleFence(ctx, ls, granted, start, v); wb != nil {
+				ok = false
+				op, agreed = "fence write-back", wb.ok
+				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
+			} else {
+				ok = v > 0
 			}
 		}
 		// Success needs a deadline still ahead when we return, not only a

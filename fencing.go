@@ -50,3 +50,20 @@ func (c *Client) writeBackFence(ctx context.Context, counterKey string, f uint64
 		func(v int64, err error) bool { return err == nil && v == 1 },
 		nil)
 }
+
+// settleFence picks the fence of an acquisition of ls whose granting nodes
+// returned the counters granted, and writes it back to a quorum when
+// planFence asks for it, recounting the validity v from start after that
+// round. failed is the write-back round when it missed its quorum (the
+// acquisition fails), and nil otherwise. An attempt (try) and the grants of
+// releases (takeGrant) settle their fences alike.
+func (c *Client) settleFence(ctx context.Context, ls *lease, granted []uint64, start time.Time, v time.Duration) (fence uint64, _ time.Duration, failed *round[int64]) {
+	plan := planFence(granted, c.quorum)
+	if !plan.writeBack {
+		return plan.fence, v, nil
+	}
+	if wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v)); wb.ok < c.quorum {
+		return plan.fence, v, wb
+	}
+	return plan.fence, validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor), nil
+}

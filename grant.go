@@ -54,13 +54,9 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []ui
 	v := validity(ls.ttl, elapsed, c.opts.DriftFactor)
 	var fence uint64
 	if ls.fenceArg == "1" {
-		plan := planFence(fences, c.quorum)
-		fence = plan.fence
-		if plan.writeBack {
-			if wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v)); wb.ok < c.quorum {
-				return nil
-			}
-			v = validity(ls.ttl, c.clock.Now().Sub(first), c.opts.DriftFactor)
+		var failed *round[int64]
+		if fence, v, failed = c.settleFence(ctx, ls, fences, first, v); failed != nil {
+			return nil
 		}
 	}
 	until := first.Add(v)
