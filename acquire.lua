@@ -183,6 +183,15 @@ local function refuse(pttl)
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
   return string.format('0:%.0f:%.0f', pttl, redis.call('ZRANK', KEYS[3], ARGV[5]))
 end
+-- otherFirst reports whether a free key goes to another waiter first: the
+-- queue's head, when the call queues and is not the head itself.
+local function otherFirst()
+  if not queued then
+    return false
+  end
+  local h = head()
+  return h and h ~= ARGV[5]
+end
 local v = ARGV[1]
 if hashed or t == 'hash' then
   -- The re-entrant form, or a plain acquire that meets it (not ours).
@@ -194,11 +203,8 @@ if hashed or t == 'hash' then
   local hold = 'h:' .. token
   local ttl = ARGV[2]
   if t == 'none' then
-    if queued then
-      local h = head()
-      if h and h ~= ARGV[5] then
-        return refuse(0)
-      end
+    if otherFirst() then
+      return refuse(0)
     end
     local f, err = fence()
     if not f then
@@ -228,11 +234,8 @@ if hashed or t == 'hash' then
 end
 local keep = false -- the key is the release's grant to this call: kept
 if cur == false then
-  if queued then
-    local h = head()
-    if h and h ~= ARGV[5] then
-      return refuse(0)
-    end
+  if otherFirst() then
+    return refuse(0)
   end
 elseif cur ~= v then
   -- An earlier attempt of the same call (same token) may hold the key: a
