@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,7 +22,8 @@ import (
 
 type flags struct {
 	rounds                 int
-	out, only              string
+	out, only, who         string
+	cpuprofile             string
 	s1, s2, s3, s4, s5, s6 time.Duration
 }
 
@@ -31,6 +33,8 @@ func main() {
 	flag.IntVar(&f.rounds, "rounds", 3, "rounds; each runs every (scenario, contender) pair once, in rotated order; the report gives medians over rounds")
 	flag.StringVar(&f.out, "out", "", "write the report to this file too (markdown)")
 	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (e.g. S1,S3); default all")
+	flag.StringVar(&f.who, "contenders", "", "comma-separated substrings of the contenders to run (e.g. fenced,redsync); default all")
+	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file (for go tool pprof)")
 	flag.DurationVar(&f.s1, "s1", 2*time.Second, "duration of one S1 measurement")
 	flag.DurationVar(&f.s2, "s2", 3*time.Second, "duration of one S2 measurement")
 	flag.DurationVar(&f.s3, "s3", 3*time.Second, "duration of one S3 measurement")
@@ -75,7 +79,29 @@ func run(ctx context.Context, f *flags) int {
 			scs = append(scs, s)
 		}
 	}
-	cs := contenders()
+	var cs []contender
+	for _, c := range contenders() {
+		if picked(f.who, c.name) {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		fmt.Fprintf(os.Stderr, "redlock bench: -contenders %q matches none of the contenders\n", f.who)
+		return 2
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "redlock bench:", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, "redlock bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res := results{}
 	start := time.Now()
 	for r := range f.rounds {
@@ -117,6 +143,20 @@ func run(ctx context.Context, f *flags) int {
 		}
 	}
 	return 0
+}
+
+// picked reports whether the -contenders list who (comma-separated
+// substrings) picks the contender name; an empty list picks every one.
+func picked(who, name string) bool {
+	if who == "" {
+		return true
+	}
+	for _, w := range strings.Split(who, ",") {
+		if w = strings.TrimSpace(w); w != "" && strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func indexOf(cs []contender, name string) int {
