@@ -241,7 +241,21 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOptions) (*Lock, int, error) {
 	var wake <-chan struct{}
 	var granted func() []uint64
-	var channel string     // what wake listens on, once contended
+	var channel, id string // what wake listens on, and for
+	var missed bool        // a notice may have come before the call listened
+	if _, retries := o.Retry(1); retries {
+		// A call that may wait listens before its first attempt when
+		// notices on its channel reach us already (the subscription of an
+		// earlier call lingers): a release that came between the attempt's
+		// refusal and its listening would go unheard, and the call, the
+		// head it named, would sleep through its turn until its next poll.
+		channel, id = c.wakeOn(ls)
+		if c.waker.subscribed(channel) {
+			var cancel func()
+			wake, granted, cancel, _ = c.waker.watch(channel, id)
+			defer cancel()
+		}
+	}
 	first := c.clock.Now() // no release can grant the call the key before its first attempt
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -262,13 +276,18 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		}
 		if wake == nil {
 			// Contended: from now on a release of this name wakes us.
-			var id string
+			// Notices that reach us only later wake us when they start
+			// to (waker.setLive); if they reached us already, one may
+			// have come since the attempt's refusal: try again at once.
 			var cancel func()
-			channel, id = c.wakeOn(ls)
-			wake, granted, cancel = c.waker.watch(channel, id)
+			wake, granted, cancel, missed = c.waker.watch(channel, id)
 			defer cancel()
 		}
-		t := time.NewTimer(ls.waitDelay(delay, o.Retry, func() bool { return c.waker.subscribed(channel) }))
+		d := ls.waitDelay(delay, o.Retry, func() bool { return c.waker.subscribed(channel) })
+		if missed {
+			d, missed = 0, false
+		}
+		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-wake:

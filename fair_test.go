@@ -445,11 +445,11 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
 	defer w.close()
-	head, _, cancelHead := w.watch("ch", "head")
+	head, _, cancelHead, _ := w.watch("ch", "head")
 	defer cancelHead()
-	other, _, cancelOther := w.watch("ch", "other")
+	other, _, cancelOther, _ := w.watch("ch", "other")
 	defer cancelOther()
-	barger, _, cancelBarger := w.watch("ch", "")
+	barger, _, cancelBarger, _ := w.watch("ch", "")
 	defer cancelBarger()
 	woken := func(ch <-chan struct{}) bool {
 		select {
@@ -474,6 +474,54 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	w.notify(0, "ch", "")
 	if woken(head) || woken(other) || !woken(barger) {
 		t.Fatal("an empty notice (nobody queued) must wake the barging waiter only")
+	}
+}
+
+// A waiter that listened before notices on its channel reached us is woken
+// once they start to, from a quorum of the nodes: a release announced before
+// then went unheard. A waiter that listens later is told they reach us
+// already, so that it tries again at once instead.
+func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
+	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: counted in by hand
+	defer w.close()
+	early, _, cancelEarly, live := w.watch("ch", "early")
+	defer cancelEarly()
+	if live {
+		t.Fatal("watch reported notices reaching us before any node's subscription is live")
+	}
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		w.setLive("ch", 1)
+		if got, want := woken(early), i == 3; got != want {
+			t.Fatalf("after %d nodes' subscriptions went live: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
+		}
+	}
+	late, _, cancelLate, live := w.watch("ch", "late")
+	defer cancelLate()
+	if !live {
+		t.Fatal("watch did not report notices reaching us from every node")
+	}
+	if woken(late) {
+		t.Fatal("a waiter that listened after the subscriptions went live was woken by them")
+	}
+	// Down to 2 nodes of 5, then back to a quorum: notices may have gone
+	// unheard meanwhile, so every waiter is woken again.
+	w.setLive("ch", -1)
+	w.setLive("ch", -1)
+	w.setLive("ch", -1)
+	if woken(early) || woken(late) {
+		t.Fatal("woken as notices stopped reaching us from a quorum")
+	}
+	w.setLive("ch", 1)
+	if !woken(early) || !woken(late) {
+		t.Fatal("not woken when notices reached us from a quorum again")
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 )
 
 // Tests of the handoff by grant (grant.go, release.lua) on real Redis.
@@ -345,5 +347,80 @@ func TestGrantLeftByAGivingUpCall(t *testing.T) {
 			}
 			n.Del(ctx, key, q, qt)
 		})
+	}
+}
+
+// Two Clients (as two processes) taking one lock in turns, each taking it
+// again as soon as it has released it: each waits behind the other's short
+// hold, and the other's release hands it the lock by grant. Two ways the
+// waiter used to miss its turn and sleep until its next poll (queueRefresh,
+// a quarter of a second), each now fixed and caught here:
+//   - the release came before the waiter listened for it (the nodes refused
+//     its attempt, and the holder released, before the refusal was back):
+//     now a call listens before its first attempt when notices on its
+//     channel reach us already, and is woken when they start to;
+//   - a node whose key was free with the waiter's entry behind the
+//     releasing call's (that call's attempt there had failed and been
+//     cleaned up) told nobody: now a release that finds the key free hands
+//     it on to the head as well.
+//
+// Mutual exclusion is checked on the way.
+func TestGrantPingPongBetweenTwoClients(t *testing.T) {
+	const each = 20
+	ns := nodes(3)
+	name := "grant-ping-pong"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var inCS atomic.Int32
+	var fromGrants, byAttempt, slept, overlaps atomic.Int64
+	var g errgroup.Group
+	for range 2 {
+		c := newTestClient(t, ns, nil)
+		g.Go(func() error {
+			for range each {
+				t0 := time.Now()
+				l, err := c.Acquire(ctx, name, 10*time.Second, nil)
+				if err != nil {
+					return err
+				}
+				if inCS.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				if time.Since(t0) >= queueRefresh {
+					slept.Add(1)
+				}
+				l.call.mu.Lock()
+				switch a := l.call.attempt; {
+				case a == 0:
+					fromGrants.Add(1)
+				case a > 1: // waited, then won by an attempt
+					byAttempt.Add(1)
+				}
+				l.call.mu.Unlock()
+				inCS.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Fatalf("%d critical sections overlapped", n)
+	}
+	granted, attempted := fromGrants.Load(), byAttempt.Load()
+	t.Logf("of %d acquisitions: %d waited and took the lock from the grants, %d waited and won an attempt, %d waited a poll interval or longer",
+		2*each, granted, attempted, slept.Load())
+	if granted+attempted < each {
+		t.Fatalf("only %d of %d acquisitions waited: the two Clients did not take turns", granted+attempted, 2*each)
+	}
+	// A handoff takes milliseconds; a wait as long as a waiter's poll
+	// interval means it slept through its turn. One is allowed for a
+	// machine that stalls the test for that long.
+	if n := slept.Load(); n > 1 {
+		t.Fatalf("%d of %d waits lasted %v (the waiter's poll interval) or longer: the waiters missed their turns", n, granted+attempted, queueRefresh)
 	}
 }

@@ -92,7 +92,7 @@ func nodeAcquireKeep(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 }
 
 // nodeGrant restates the grant step of release, run after it deleted the
-// key: the key becomes "W.0" for the waiting call tok with a fresh TTL, and
+// key or found it free: the key becomes "W.0" for the waiting call tok with a fresh TTL, and
 // the counter is incremented and returned (the grant notice carries it).
 func nodeGrant(n mnode, now, ttl int16, tok uint8) (mnode, uint8) {
 	n.key, n.exp = mval{tok, 0}, now+ttl
@@ -434,8 +434,9 @@ func (w *world) actions(s *mstate, out []mact) []mact {
 		}
 		m := s.msgs[i]
 		out = append(out, mact{aDeliver, uint8(i), 0})
-		if w.v.grants && m.kind() == kRelReq && s.nodes[m.node()].key.tok == m.client()+1 {
-			// The release deletes the key: it may grant it to any waiting call.
+		if k := s.nodes[m.node()].key.tok; w.v.grants && m.kind() == kRelReq && (k == m.client()+1 || k == 0) {
+			// The release deletes the key, or finds it free: it may grant
+			// it to any waiting call.
 			for c := 0; c < w.clients; c++ {
 				if w.grantable(s, c, m.node()) {
 					out = append(out, mact{aDeliver, uint8(i), uint8(c + 1)})
@@ -658,8 +659,8 @@ func (st *step) access(c uint8, stale bool) {
 }
 
 // deliver runs message i: a request at its node, or a reply at its client.
-// to (client+1) is the waiting call a release that deletes the key grants
-// it to, 0 for none.
+// to (client+1) is the waiting call a release that deletes the key, or
+// finds it free, grants it to; 0 for none.
 func (st *step) deliver(i int, to uint8) {
 	s, w := st.s, st.w
 	m := s.msgs[i]

@@ -14,6 +14,8 @@
 -- published; if no connection of the head's Client listens on this node (its
 -- process is gone), the grant is undone and nobody is woken. Any other head
 -- gets the notice "<entry>" and takes the key with its next attempt.
+-- A release that finds the key free (gone) hands it on to the head the same
+-- way: only a key held by another owner (or of another type) stays as it is.
 -- Returns 1 when deleted, 0 when the key is gone or holds another owner's
 -- value.
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
@@ -72,11 +74,18 @@ end
 -- GET answers for a string (a plain lock) or no key; any other type is not
 -- ours.
 local cur = redis.pcall('GET', KEYS[1])
-if type(cur) ~= 'string' then
+if type(cur) == 'table' or cur and string.sub(cur, 1, #ARGV[1]) ~= ARGV[1] then
   return 0
 end
-if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+-- The key is ours, or free: no attempt of the call holds it here (a failed
+-- attempt's cleanup deleted it, or it expired), and the call's entry may
+-- have been the head that the free key waited for. Either way the key is
+-- handed on to the queue's head as the release of a held key does: nobody
+-- else would tell the new head, which would wait for its next poll.
+if cur or queue then
+  if cur then
+    redis.call('DEL', KEYS[1])
+  end
   local head, channel = '', ARGV[2]
   if queue then
     -- Name a live waiter: drop the entries that expired (dead waiters) first.
@@ -104,10 +113,12 @@ if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
       if redis.call('PUBLISH', channel, head .. ' ' .. f) == 0 then
         redis.call('DEL', KEYS[1])
       end
-      return 1
+      return cur and 1 or 0
     end
   end
-  redis.call('PUBLISH', channel, head)
-  return 1
+  if cur or head ~= '' then
+    redis.call('PUBLISH', channel, head)
+  end
+  return cur and 1 or 0
 end
 return 0

@@ -72,10 +72,12 @@ type waitState struct {
 
 // watch registers a waiter with id (see waiter) for releases on channel and
 // returns the channel it is woken on, a func that returns the fences of the
-// nodes whose releases granted it the key (see notify), and a func that
-// unregisters it. The subscription is made in the background: watch never
-// blocks on a node.
-func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, func()) {
+// nodes whose releases granted it the key (see notify), a func that
+// unregisters it, and whether notices on channel reached us from a quorum
+// of the nodes already (see subscribed). The subscription is made in the
+// background: watch never blocks on a node. When it becomes live on a
+// quorum, every waiter on channel is woken once (see setLive).
+func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, func(), bool) {
 	ch := make(chan struct{}, 1)
 	st := &waitState{fences: make([]uint64, len(w.nodes)), grants: make([]bool, len(w.nodes))}
 	granted := func() []uint64 {
@@ -92,7 +94,7 @@ func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, fun
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return ch, granted, func() {}
+		return ch, granted, func() {}, false
 	}
 	w.startLocked()
 	if len(w.waiters[channel]) == 0 {
@@ -116,7 +118,7 @@ func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, fun
 		}
 		delete(w.waiters, channel)
 		w.idle[channel] = time.Now() // unsubscribed after subscriptionLinger (run)
-	}
+	}, w.live[channel] >= w.need
 }
 
 // startLocked starts one goroutine per node that can subscribe, once.
@@ -307,11 +309,23 @@ func (w *waker) notify(node int, channel, payload string) {
 const subscriptionLinger = time.Second
 
 // setLive counts one node's subscription to channel in (+1) or out (-1).
+// When notices on channel start to reach us from a quorum, every waiter on
+// it is woken: a release announced before then went unheard, and the
+// waiter it named would otherwise sleep through its turn until its next
+// poll.
 func (w *waker) setLive(channel string, d int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.live[channel] += d; w.live[channel] <= 0 {
 		delete(w.live, channel)
+	}
+	if d > 0 && w.live[channel] == w.need {
+		for _, c := range w.waiters[channel] {
+			select {
+			case c.ch <- struct{}{}:
+			default: // woken already and not yet back
+			}
+		}
 	}
 }
 
