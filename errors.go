@@ -220,14 +220,14 @@ func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused 
 		switch {
 		case !r.answered[i]:
 			err = nodeTimeoutError{after: timeout}
-		case rp.err != nil && redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
+		case rp.err == nil: // the common case: no error to look into
+			err = refused(rp.val)
+		case redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
 			err = badCounterError{rp.err}
 		case deniedByACL(rp.err):
 			err = aclError{rp.err}
-		case rp.err != nil:
-			err = rp.err
 		default:
-			err = refused(rp.val)
+			err = rp.err
 		}
 		if err != nil {
 			errs[i] = &NodeError{Node: i, Addr: c.nodes[i].addr, Err: err}
