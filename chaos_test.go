@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -1109,13 +1108,9 @@ func delayedCleanup(t *testing.T, shared bool) (e *chaosEnv, rep *redlocktest.Re
 	// recorded): a held EVALSHA that finds no script does nothing.
 	c1.warmUp(name)
 	c2.warmUp(name)
-	cleanupSrc, err := os.ReadFile("cleanup.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < e.cl.Len(); i++ {
-		if err := e.cl.Client(i).ScriptLoad(within(t, 5*time.Second), string(cleanupSrc)).Err(); err != nil {
-			t.Fatalf("SCRIPT LOAD of cleanup.lua on node %d: %v", i, err)
+		if err := e.cl.Client(i).ScriptLoad(within(t, 5*time.Second), redlock.CleanupSource).Err(); err != nil {
+			t.Fatalf("SCRIPT LOAD of the cleanup script on node %d: %v", i, err)
 		}
 	}
 

@@ -25,3 +25,7 @@ func (s *logSink) Nodes(msg string) []int {
 	}
 	return out
 }
+
+// CleanupSource is the cleanup script's source as the Client loads it (the
+// handOn fragment, then cleanup.lua).
+var CleanupSource = handOnSrc + cleanupSrc

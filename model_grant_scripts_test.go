@@ -13,7 +13,8 @@ import (
 // steps what TestModelStepsMatchScripts does for the others: the acquire
 // script meeting a release's grant (nodeAcquireKeep) and the release that
 // grants the freed (or free) key to the queue's head (nodeRelease, then
-// nodeGrant),
+// nodeGrant), and the cleanup that grants the key it freed (nodeCleanup,
+// then nodeGrant),
 // against the real scripts on a real Redis, for every small node state.
 func TestModelGrantStepsMatchScripts(t *testing.T) {
 	rdb := nodes(1)[0]
@@ -87,10 +88,36 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 				}
 			}
 			steps++
+			// The cleanup of call 1's attempt 1, call 2 queued at the head:
+			// it grants the key when it deleted it.
+			what = fmt.Sprintf("%s: cleanup of attempt 1 of call 1, call 2 queued", name)
+			setup(t, start)
+			rdb.ZAdd(ctx, q, redis.Z{Score: 1, Member: entry})
+			rdb.ZAdd(ctx, qt, redis.Z{Score: 1e15, Member: entry})
+			n, ok = nodeCleanup(start, mval{1, 1})
+			f = 0
+			if ok {
+				n, f = nodeGrant(n, 5, 3, 2)
+			}
+			res, err = cleanupScript.Run(ctx, rdb, []string{key, q, qt, ctrKey}, valueOf(mval{1, 1}), channel).Int64()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			check(t, what, n, ok, res == 1)
+			if ok {
+				m, err := ps.ReceiveMessage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := entry + " " + strconv.Itoa(int(f)); m.Payload != want {
+					t.Errorf("%s: notice %q, model %q", what, m.Payload, want)
+				}
+			}
+			steps++
 		}
 	}
 	rdb.Del(ctx, key, ctrKey, q, qt)
-	if steps < 40 {
+	if steps < 60 {
 		t.Errorf("compared %d steps; the table shrank", steps)
 	}
 }

@@ -434,9 +434,11 @@ func (w *world) actions(s *mstate, out []mact) []mact {
 		}
 		m := s.msgs[i]
 		out = append(out, mact{aDeliver, uint8(i), 0})
-		if k := s.nodes[m.node()].key.tok; w.v.grants && m.kind() == kRelReq && (k == m.client()+1 || k == 0) {
-			// The release deletes the key, or finds it free: it may grant
-			// it to any waiting call.
+		nd := s.nodes[m.node()]
+		if w.v.grants && (m.kind() == kRelReq && (nd.key.tok == m.client()+1 || nd.key.tok == 0) ||
+			m.kind() == kCleanReq && nd.key.tok != 0 && nd.key == w.value(m.client(), m.att())) {
+			// The release deletes the key or finds it free, or the cleanup
+			// deletes it: it may grant it to any waiting call.
 			for c := 0; c < w.clients; c++ {
 				if w.grantable(s, c, m.node()) {
 					out = append(out, mact{aDeliver, uint8(i), uint8(c + 1)})
@@ -659,8 +661,8 @@ func (st *step) access(c uint8, stale bool) {
 }
 
 // deliver runs message i: a request at its node, or a reply at its client.
-// to (client+1) is the waiting call a release that deletes the key, or
-// finds it free, grants it to; 0 for none.
+// to (client+1) is the waiting call a release that deletes the key or
+// finds it free, or a cleanup that deletes it, grants it to; 0 for none.
 func (st *step) deliver(i int, to uint8) {
 	s, w := st.s, st.w
 	m := s.msgs[i]
@@ -720,6 +722,7 @@ func (st *step) deliver(i int, to uint8) {
 			if key.tok != c+1 || setBy != att {
 				st.violate(4, "the cleanup of attempt %d of T%d deleted the key %s that %s, on n%d", att, c+1, w.show(key), setByString(setBy, key.tok), n)
 			}
+			st.grant(n, to)
 		} else {
 			st.logf("c%d attempt %d: cleanup of %s delivered at n%d → nothing (key %s)", c, att, v, n, w.show(key))
 		}
@@ -731,14 +734,7 @@ func (st *step) deliver(i int, to uint8) {
 		if ok && key.tok != c+1 {
 			st.violate(4, "the release of T%d deleted the key %s that %s, on n%d", c+1, w.show(key), setByString(setBy, key.tok), n)
 		}
-		if to != 0 {
-			wc := to - 1
-			var ctr uint8
-			*nd, ctr = nodeGrant(*nd, s.now, w.ttl, wc+1)
-			nd.setBy = sbGrant
-			st.logf(", granted to the waiting c%d: key %s, counter %d; grant notice sent", wc, w.show(nd.key), ctr)
-			s.addMsg(packMsg(kGrantNote, mOrphan, wc, n, 0, ctr))
-		}
+		st.grant(n, to)
 	case kGrantNote:
 		cl := &s.cl[c]
 		if cl.inCall() {
@@ -751,6 +747,23 @@ func (st *step) deliver(i int, to uint8) {
 		st.logf("c%d %s from n%d (attempt %d) delivered", c, kindNames[m.kind()], n, att)
 		st.answer(m, answerOf(m))
 	}
+}
+
+// grant runs the grant step of a release or cleanup at node n that left
+// its key free: to (client+1) is the waiting call it grants the key to, 0
+// for none.
+func (st *step) grant(n, to uint8) {
+	if to == 0 {
+		return
+	}
+	s, w := st.s, st.w
+	nd := &s.nodes[n]
+	wc := to - 1
+	var ctr uint8
+	*nd, ctr = nodeGrant(*nd, s.now, w.ttl, wc+1)
+	nd.setBy = sbGrant
+	st.logf(", granted to the waiting c%d: key %s, counter %d; grant notice sent", wc, w.show(nd.key), ctr)
+	s.addMsg(packMsg(kGrantNote, mOrphan, wc, n, 0, ctr))
 }
 
 // setByString says who set a key (ghost setBy) of call tok, for a trace.

@@ -76,10 +76,11 @@ func (ls *lease) releaseRequest(channel string) *request {
 }
 
 // cleanupRequest returns the request that removes what one failed attempt
-// wrote (value) on a node, if the key still holds exactly that.
+// wrote (value) on a node, if the key still holds exactly that, and hands
+// the freed key on to the head of the waiting order (cleanup.lua).
 func (ls *lease) cleanupRequest(value string) *request {
 	if ls.hold == "" {
-		return newRequest(cleanupScript, []string{ls.key}, value)
+		return newRequest(cleanupScript, []string{ls.key, ls.queueKey, ls.queueTimesKey, ls.fenceKey}, value, ls.channel)
 	}
 	attempt := strings.TrimPrefix(value, ls.prefix)
 	return newRequest(holdReleaseScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.token, ls.hold, "", attempt)

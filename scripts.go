@@ -7,8 +7,12 @@ import (
 )
 
 // The Lua scripts, one file each; every file starts with its KEYS, ARGV and
-// replies. Script.Run sends EVALSHA and falls back to EVAL on NOSCRIPT.
+// replies. Script.Run sends EVALSHA and falls back to EVAL on NOSCRIPT. The
+// release and the cleanup script start with the handOn fragment, which
+// hands a key they leave free on to the head of its waiting order.
 var (
+	//go:embed handon.lua
+	handOnSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed extend.lua
@@ -22,8 +26,8 @@ var (
 
 	acquireScript = redis.NewScript(acquireSrc)
 	extendScript  = redis.NewScript(extendSrc)
-	releaseScript = redis.NewScript(releaseSrc)
-	cleanupScript = redis.NewScript(cleanupSrc)
+	releaseScript = redis.NewScript(handOnSrc + releaseSrc)
+	cleanupScript = redis.NewScript(handOnSrc + cleanupSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 )
 

@@ -1,0 +1,59 @@
+-- handOn: a Lua fragment that release.lua and cleanup.lua start with (see
+-- scripts.go), not a script of its own.
+-- handOn(key, q, qt, fenceKey, channel) hands a free lock key on to the head
+-- of its waiting order (queue.go): q the queue, qt its expiries, fenceKey
+-- the fence counter, channel the lock's release channel. The entries that
+-- expired (dead waiters) are dropped first. A head that queued for a plain
+-- lock ("<token>:<client>:<ttl ms>:<f>", f "1" fenced, "0" not) is granted
+-- the key: it is set to "<token>.0" for the head's TTL, the fence counter
+-- incremented when fenced (unless it is not a decimal in [0, 2^63-2], the
+-- acquire script's check: then no grant), and "<entry> <fence>" published
+-- on channel .. ':' .. <client>; if no connection of the head's Client
+-- listens on this node (its process is gone), the grant is undone. Any
+-- other head gets the notice "<entry>" there, and takes the key with its
+-- next attempt. Returns the head's entry, or '' when nobody waits.
+local function handOn(key, q, qt, fenceKey, channel)
+  local tm = redis.call('TIME')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  repeat
+    local dead = redis.call('ZRANGEBYSCORE', qt, '-inf', now, 'LIMIT', 0, 100)
+    if #dead > 0 then
+      redis.call('ZREM', q, unpack(dead))
+      redis.call('ZREM', qt, unpack(dead))
+    end
+  until #dead < 100
+  local head = redis.call('ZRANGE', q, 0, 0)[1]
+  if not head then
+    return ''
+  end
+  local token, client, ttl, fenced = string.match(head, '^([^:]+):([^:]+):(%d+):([01])$')
+  client = client or string.match(head, '^[^:]*:([^:]+)')
+  if client then
+    channel = channel .. ':' .. client
+  end
+  local f = '0'
+  if token and fenced == '1' then
+    local c = redis.pcall('GET', fenceKey)
+    if c ~= false and (type(c) ~= 'string' or not (c == '0' or string.match(c, '^[1-9]%d*$')) or #c > 19 or
+      (#c == 19 and c >= '9223372036854775807')) then
+      token = nil -- not over a counter INCR would refuse or overflow
+    end
+  end
+  if not token then
+    redis.call('PUBLISH', channel, head)
+    return head
+  end
+  redis.call('SET', key, token .. '.0', 'PX', ttl)
+  if fenced == '1' then
+    local n = redis.call('INCR', fenceKey)
+    if n < 9007199254740992 then
+      f = string.format('%.0f', n) -- exact, as in the acquire script
+    else
+      f = redis.call('GET', fenceKey)
+    end
+  end
+  if redis.call('PUBLISH', channel, head .. ' ' .. f) == 0 then
+    redis.call('DEL', key)
+  end
+  return head
+end
