@@ -214,9 +214,8 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	// The call's place in the nodes' queue dates from now: calls of one
 	// Client take turns locally first (see queue.go).
 	ls.enqueue(queueMode(&o), c.clock.Now(), c.waker.id)
-	cl := &ls.acquireCall
-	cl.leaveTurn = leave
-	l, attempts, err := c.acquire(ctx, cl, ls, &o)
+	ls.acquireCall.leaveTurn = leave
+	l, attempts, err := c.acquire(ctx, &ls, &o)
 	ls.gaveUp.Store(err != nil) // before queueDone: see lateQueued
 	ls.queueDone.Store(true)
 	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
@@ -237,13 +236,23 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 }
 
 // acquire runs the attempts of one Acquire call and reports how many it
-// made.
-func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOptions) (*Lock, int, error) {
+// made. On a split of the releases' grants it starts over as a new call
+// (see split), and *lsp is then the new call's lease.
+func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*Lock, int, error) {
+	ls := *lsp
+	cl := &ls.acquireCall
 	var wake <-chan struct{}
 	var granted func() []uint64
 	var channel, id string // what wake listens on, and for
 	var missed bool        // a notice may have come before the call listened
+	var unwatch func()     // ends the current watch
+	defer func() {
+		if unwatch != nil {
+			unwatch()
+		}
+	}()
 	if _, retries := o.Retry(1); retries {
+		cl.retry = make(chan struct{}, 1)
 		// A call that may wait listens before its first attempt when
 		// notices on its channel reach us already (the subscription of an
 		// earlier call lingers): a release that came between the attempt's
@@ -251,9 +260,7 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		// head it named, would sleep through its turn until its next poll.
 		channel, id = c.wakeOn(ls)
 		if c.waker.subscribed(channel) {
-			var cancel func()
-			wake, granted, cancel, _ = c.waker.watch(channel, id)
-			defer cancel()
+			wake, granted, unwatch, _ = c.waker.watch(channel, id)
 		}
 	}
 	first := c.clock.Now() // no release can grant the call the key before its first attempt
@@ -265,6 +272,18 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 		l, qerr := c.try(ctx, cl, ls, attempt)
 		if l != nil {
 			return l, attempt, nil
+		}
+		if granted != nil && len(granted()) > 0 {
+			// Grants to the call on some nodes, and still no quorum: the
+			// releases split the key between waiters (see split).
+			ls = c.split(ctx, ls)
+			*lsp, cl = ls, &ls.acquireCall
+			unwatch()
+			wake, granted, unwatch, first = nil, nil, nil, c.clock.Now()
+			channel, id = c.wakeOn(ls)
+			if c.waker.subscribed(channel) {
+				wake, granted, unwatch, _ = c.waker.watch(channel, id)
+			}
 		}
 		qerr.Attempts = attempt
 		if qerr.Err = ctx.Err(); qerr.Err != nil || c.hopeless(qerr) {
@@ -279,9 +298,7 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 			// Notices that reach us only later wake us when they start
 			// to (waker.setLive); if they reached us already, one may
 			// have come since the attempt's refusal: try again at once.
-			var cancel func()
-			wake, granted, cancel, missed = c.waker.watch(channel, id)
-			defer cancel()
+			wake, granted, unwatch, missed = c.waker.watch(channel, id)
 		}
 		d := ls.waitDelay(delay, o.Retry, func() bool { return c.waker.subscribed(channel) })
 		if missed {
@@ -305,12 +322,44 @@ func (c *Client) acquire(ctx context.Context, cl *call, ls *lease, o *AcquireOpt
 			if ls.mode != queueWait {
 				time.Sleep(jitter(wakeSpread))
 			}
+		case <-cl.retry:
+			t.Stop() // a late answer took the key: try again at once
 		case <-ctx.Done():
 			t.Stop()
 			qerr.Err = ctx.Err()
 			return nil, attempt, qerr
 		}
 	}
+}
+
+// split ends the call of ls as if it gave up, and returns the lease of a
+// new call that takes its place in the waiting order (the same priority)
+// and its local turn. It is for a call whose attempt failed while releases
+// had granted it the key on some nodes: the nodes granted the key to
+// different waiters (a waiter's entry reached a node after a release there
+// had picked the next head), and every grant stays while its call waits,
+// since the call may count it from its notice; no waiter reaches a quorum,
+// and none would give way. Leaving the queue takes the call's grants away
+// (queue_leave.lua) and hands the key on; its late notices no longer name
+// a waiting call. The new call starts afresh: its validity counts from its
+// own first attempt.
+func (c *Client) split(ctx context.Context, ls *lease) *lease {
+	ls.gaveUp.Store(true) // before queueDone: see lateQueued
+	ls.queueDone.Store(true)
+	c.leaveQueue(ctx, ls)
+	nls := c.newLease(ls.name, ls.ttl, ls.fenceArg == "1")
+	if ls.hold != "" { // (only a plain lock's waiter is granted the key)
+		nls.hold, nls.meta = nls.token, ls.meta
+	}
+	nls.enqueue(ls.mode, c.clock.Now(), c.waker.id)
+	nls.priority = ls.priority
+	// Its next attempt comes after the policy's first delay, as a head's
+	// does: the other waiters of the split start over too, and their
+	// jittered attempts reach the nodes one after the other.
+	nls.headAttempts = 1
+	nls.acquireCall.leaveTurn = ls.acquireCall.leaveTurn
+	nls.acquireCall.retry = ls.acquireCall.retry
+	return nls
 }
 
 // hopeless reports whether so many nodes failed for good (wrong key type,

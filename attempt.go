@@ -75,6 +75,9 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 		func(rp reply[grant]) {
 			if (rp.err != nil || rp.val.ok) && cl.lateAnswer(attempt, rp.node) && !c.lateCovered(ls, rp.node) {
 				c.cleanup(ctx, ls, value, []int{rp.node})
+				if rp.err == nil && !ls.queueDone.Load() {
+					cl.lateWin() // after the cleanup: the next attempt finds the key free
+				}
 			}
 			if rp.err != nil || !rp.val.ok {
 				c.lateQueued(ctx, ls, rp.node)

@@ -424,3 +424,114 @@ func TestGrantPingPongBetweenTwoClients(t *testing.T) {
 		t.Fatalf("%d of %d waits lasted %v (the waiter's poll interval) or longer: the waiters missed their turns", n, granted+attempted, queueRefresh)
 	}
 }
+
+// Releases that grant the key to different waiters on different nodes, so
+// that none has a quorum, must not leave the waiters stuck. Each waiter
+// keeps its grants while it waits (it may count them from their notices),
+// so before a waiter gave its grants up on such a split (Client.split),
+// both waited until their contexts ended. Set up on 5 nodes: a foreign key
+// on node 4, the holder on nodes 0-3, two waiters queued everywhere; then
+// the first waiter's entry is taken out on nodes 2 and 3 and the second's
+// on nodes 0 and 1 (as when an entry reaches a node after the release
+// there), and the holder releases: nodes 0 and 1 grant the first waiter,
+// 2 and 3 the second, each two of the quorum of three. Both must then get
+// the lock in turn, one after the other.
+func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
+	ctx := context.Background()
+	ns := nodes(5)
+	const name = "grant-split"
+	holder := newTestClient(t, ns, nil)
+	key, _ := holder.Keys(name)
+	q, qt := queueKeys(key)
+	if err := ns[4].Set(ctx, key, "foreign.1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer ns[4].Del(ctx, key)
+	h, err := holder.Acquire(ctx, name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder's key on nodes 0-3, every one of them (its lock is freed
+	// by hand below, with the release script).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, v := range keyValues(t, ns[:4], key) {
+			if strings.HasPrefix(v, h.Token()+".") {
+				n++
+			}
+		}
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder's key is on %d of nodes 0-3: %v", n, keyValues(t, ns[:4], key))
+		}
+	}
+	// The waiters poll as seldom as a queued waiter may (queueRefresh): the
+	// split is set up between their polls.
+	opts := &AcquireOptions{Retry: func(int) (time.Duration, bool) { return time.Hour, true }}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var inCS atomic.Int32
+	var g errgroup.Group
+	waiters := []*Client{newTestClient(t, ns, nil), newTestClient(t, ns, nil)}
+	for i, w := range waiters {
+		g.Go(func() error {
+			l, err := w.Acquire(wctx, name, 10*time.Second, opts)
+			if err != nil {
+				return fmt.Errorf("waiter %d: %w", i+1, err)
+			}
+			if inCS.Add(1) != 1 {
+				return fmt.Errorf("waiter %d: another holds the lock too", i+1)
+			}
+			inCS.Add(-1)
+			return l.Release(ctx)
+		})
+		waitQueued(t, w, ns, name, int64(i+1))
+		waitSubscribed(t, w, w.releaseChannel(key)+":"+w.waker.id, len(ns))
+	}
+	// Each waiter's entry, by its Client's id.
+	entries := make([]string, 2)
+	for _, e := range ns[0].ZRange(ctx, q, 0, -1).Val() {
+		for i, w := range waiters {
+			if strings.Contains(e, ":"+w.waker.id+":") {
+				entries[i] = e
+			}
+		}
+	}
+	if entries[0] == "" || entries[1] == "" {
+		t.Fatalf("queue on node 0: %v, want both waiters' entries", ns[0].ZRange(ctx, q, 0, -1).Val())
+	}
+	// On each node, in one transaction (no poll of a waiter between): the
+	// entry out, then the holder's release, the release script as its
+	// Release runs it.
+	_, fenceKey := holder.Keys(name)
+	for i, n := range ns[:4] {
+		gone := entries[0] // nodes 2 and 3 grant the second waiter
+		if i < 2 {
+			gone = entries[1] // nodes 0 and 1 the first
+		}
+		if _, err := n.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZRem(ctx, q, gone)
+			p.ZRem(ctx, qt, gone)
+			p.Eval(ctx, handOnSrc+releaseSrc, []string{key, q, qt, fenceKey}, h.ls.prefix, h.ls.channel)
+			return nil
+		}); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	// The split: each waiter granted on two nodes (a waiter's poll keeps
+	// its grant as it is).
+	want := []string{entries[0], entries[0], entries[1], entries[1]}
+	for i, v := range keyValues(t, ns[:4], key) {
+		if tok, _, _ := strings.Cut(want[i], ":"); v != tok+".0" {
+			t.Fatalf("node %d holds %q after the release, want the grant %s.0", i, v, tok)
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLockKey(t, ns[:4], key)
+	ns[4].Del(ctx, key)
+	assertNoQueueKeys(t, holder, ns, name)
+}

@@ -15,6 +15,12 @@ import "sync"
 //   - otherwise (its attempt failed, or the lock ended): at once.
 type call struct {
 	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
+	// retry, when the call may wait, is signalled (buffered 1) when a late
+	// answer shows that an attempt of the call took the key on a node after
+	// the attempt had failed: the key was freed meanwhile (a release found
+	// no entry of the call there to grant it to), and the call's next
+	// attempt may win at once, where it would sleep until its next poll.
+	retry chan struct{}
 
 	mu      sync.Mutex // protects the fields below
 	attempt int        // the attempt being decided, or the one that won
@@ -43,6 +49,18 @@ func (cl *call) lateAnswer(attempt, node int) bool {
 		return false
 	}
 	return true
+}
+
+// lateWin tells the waiting call that a late answer took the key (see
+// retry).
+func (cl *call) lateWin() {
+	if cl.retry == nil {
+		return
+	}
+	select {
+	case cl.retry <- struct{}{}:
+	default: // told already
+	}
 }
 
 // fail closes the current attempt as failed and returns the late answers
