@@ -327,7 +327,7 @@ var modelBounds = []struct {
 	{"grants, jumps: 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 3, 2, 1, 1), pAll &^ pMutex, 0, 11, true},
 	{"grants, jumps, no time: 2 clients, 1 attempt, no extends, to the grant path", withoutTime(modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 3, 1, 0, 1)), pAll &^ pMutex, 0, 20, true},
 	{"grants, jumps: 1 node, 2 clients, no message faults", modelWorld(grantProtocol, faults{earlyExpiry: true, pauses: true}, 2, 1, 2, 1, 1), pAll &^ pMutex, 15, 0, false},
-	{"grants, jumps: 1 node, 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 1, 2, 1, 1), pAll &^ pMutex, 0, 0, true},
+	{"grants, jumps: 1 node, 2 clients, message faults", modelWorld(grantProtocol, jumpy, 2, 1, 2, 1, 1), pAll &^ pMutex, 0, 20, true},
 }
 
 // withoutTime returns w with time standing still: keys vanish by early
