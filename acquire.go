@@ -332,36 +332,6 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 	}
 }
 
-// split ends the call of ls as if it gave up, and returns the lease of a
-// new call that takes its place in the waiting order (the same priority)
-// and its local turn. It is for a call whose attempt failed while releases
-// had granted it the key on some nodes: the nodes granted the key to
-// different waiters (a waiter's entry reached a node after a release there
-// had picked the next head), and every grant stays while its call waits,
-// since the call may count it from its notice; no waiter reaches a quorum,
-// and none would give way. Leaving the queue takes the call's grants away
-// (queue_leave.lua) and hands the key on; its late notices no longer name
-// a waiting call. The new call starts afresh: its validity counts from its
-// own first attempt.
-func (c *Client) split(ctx context.Context, ls *lease) *lease {
-	ls.gaveUp.Store(true) // before queueDone: see lateQueued
-	ls.queueDone.Store(true)
-	c.leaveQueue(ctx, ls)
-	nls := c.newLease(ls.name, ls.ttl, ls.fenceArg == "1")
-	if ls.hold != "" { // (only a plain lock's waiter is granted the key)
-		nls.hold, nls.meta = nls.token, ls.meta
-	}
-	nls.enqueue(ls.mode, c.clock.Now(), c.waker.id)
-	nls.priority = ls.priority
-	// Its next attempt comes after the policy's first delay, as a head's
-	// does: the other waiters of the split start over too, and their
-	// jittered attempts reach the nodes one after the other.
-	nls.headAttempts = 1
-	nls.acquireCall.leaveTurn = ls.acquireCall.leaveTurn
-	nls.acquireCall.retry = ls.acquireCall.retry
-	return nls
-}
-
 // hopeless reports whether so many nodes failed for good (wrong key type,
 // a corrupt counter, a replica, refused credentials) that no retry can
 // reach a quorum.

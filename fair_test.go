@@ -442,6 +442,16 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 	assertNoLockKey(t, []redis.UniversalClient{ns[0], ns[2], ns[3], ns[4]}, qt)
 }
 
+// wokenNow reports whether a wake-up is waiting on ch, taking it.
+func wokenNow(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
 	defer w.close()
@@ -451,28 +461,20 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 	defer cancelOther()
 	barger, _, cancelBarger, _ := w.watch("ch", "")
 	defer cancelBarger()
-	woken := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	for i := 1; i <= 3; i++ {
 		w.notify(0, "ch", "head")
-		if got, want := woken(head), i == 3; got != want {
+		if got, want := wokenNow(head), i == 3; got != want {
 			t.Fatalf("after %d notices naming the head: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
 		}
-		if !woken(barger) {
+		if !wokenNow(barger) {
 			t.Fatalf("notice %d did not wake the barging waiter", i)
 		}
 	}
-	if woken(other) {
+	if wokenNow(other) {
 		t.Fatal("a queued waiter not named by the notices was woken")
 	}
 	w.notify(0, "ch", "")
-	if woken(head) || woken(other) || !woken(barger) {
+	if wokenNow(head) || wokenNow(other) || !wokenNow(barger) {
 		t.Fatal("an empty notice (nobody queued) must wake the barging waiter only")
 	}
 }
@@ -489,17 +491,9 @@ func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
 	if live {
 		t.Fatal("watch reported notices reaching us before any node's subscription is live")
 	}
-	woken := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	for i := 1; i <= 5; i++ {
 		w.setLive("ch", 1)
-		if got, want := woken(early), i == 3; got != want {
+		if got, want := wokenNow(early), i == 3; got != want {
 			t.Fatalf("after %d nodes' subscriptions went live: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
 		}
 	}
@@ -508,7 +502,7 @@ func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
 	if !live {
 		t.Fatal("watch did not report notices reaching us from every node")
 	}
-	if woken(late) {
+	if wokenNow(late) {
 		t.Fatal("a waiter that listened after the subscriptions went live was woken by them")
 	}
 	// Down to 2 nodes of 5, then back to a quorum: notices may have gone
@@ -516,11 +510,11 @@ func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
 	w.setLive("ch", -1)
 	w.setLive("ch", -1)
 	w.setLive("ch", -1)
-	if woken(early) || woken(late) {
+	if wokenNow(early) || wokenNow(late) {
 		t.Fatal("woken as notices stopped reaching us from a quorum")
 	}
 	w.setLive("ch", 1)
-	if !woken(early) || !woken(late) {
+	if !wokenNow(early) || !wokenNow(late) {
 		t.Fatal("not woken when notices reached us from a quorum again")
 	}
 }

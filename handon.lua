@@ -1,5 +1,5 @@
--- handOn: a Lua fragment that release.lua and cleanup.lua start with (see
--- scripts.go), not a script of its own.
+-- handOn and dropDead: a Lua fragment that release.lua, cleanup.lua and
+-- hold_release.lua start with (see scripts.go), not a script of its own.
 -- handOn(key, q, qt, fenceKey, channel) hands a free lock key on to the head
 -- of its waiting order (queue.go): q the queue, qt its expiries, fenceKey
 -- the fence counter, channel the lock's release channel. The entries that
@@ -12,7 +12,9 @@
 -- listens on this node (its process is gone), the grant is undone. Any
 -- other head gets the notice "<entry>" there, and takes the key with its
 -- next attempt. Returns the head's entry, or '' when nobody waits.
-local function handOn(key, q, qt, fenceKey, channel)
+-- dropDead takes the entries that expired (dead waiters) out of the queue q
+-- and its expiries qt, by the node's clock.
+local function dropDead(q, qt)
   local tm = redis.call('TIME')
   local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
   repeat
@@ -22,6 +24,9 @@ local function handOn(key, q, qt, fenceKey, channel)
       redis.call('ZREM', qt, unpack(dead))
     end
   until #dead < 100
+end
+local function handOn(key, q, qt, fenceKey, channel)
+  dropDead(q, qt)
   local head = redis.call('ZRANGE', q, 0, 0)[1]
   if not head then
     return ''

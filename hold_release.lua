@@ -30,15 +30,7 @@ end
 local q, qt = KEYS[2], KEYS[3]
 local head, channel = '', ARGV[3]
 if redis.call('TYPE', q)['ok'] == 'zset' and redis.call('TYPE', qt)['ok'] == 'zset' then
-  local tm = redis.call('TIME')
-  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-  repeat
-    local dead = redis.call('ZRANGEBYSCORE', qt, '-inf', now, 'LIMIT', 0, 100)
-    if #dead > 0 then
-      redis.call('ZREM', q, unpack(dead))
-      redis.call('ZREM', qt, unpack(dead))
-    end
-  until #dead < 100
+  dropDead(q, qt) -- (handon.lua, which this script starts with)
   -- The owner's own entry, if it is still there, leaves with the key.
   local cursor = '0'
   repeat

@@ -35,6 +35,17 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// notice reads the grant notice a step must have sent: "<entry> <fence>".
+	notice := func(what, entry string, f uint8) {
+		t.Helper()
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := entry + " " + strconv.Itoa(int(f)); m.Payload != want {
+			t.Errorf("%s: notice %q, model %q", what, m.Payload, want)
+		}
+	}
 	steps := 0
 	for _, k := range keys {
 		for _, ctr := range []uint8{0, 4} {
@@ -79,13 +90,7 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 			}
 			check(t, what, n, ok, res == 1)
 			if granted {
-				m, err := ps.ReceiveMessage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := entry + " " + strconv.Itoa(int(f)); m.Payload != want {
-					t.Errorf("%s: notice %q, model %q", what, m.Payload, want)
-				}
+				notice(what, entry, f)
 			}
 			steps++
 			// The cleanup of call 1's attempt 1, call 2 queued at the head:
@@ -105,13 +110,7 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 			}
 			check(t, what, n, ok, res == 1)
 			if ok {
-				m, err := ps.ReceiveMessage(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := entry + " " + strconv.Itoa(int(f)); m.Payload != want {
-					t.Errorf("%s: notice %q, model %q", what, m.Payload, want)
-				}
+				notice(what, entry, f)
 			}
 			steps++
 		}

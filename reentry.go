@@ -37,7 +37,7 @@ var (
 	holdReleaseSrc string
 
 	holdExtendScript  = redis.NewScript(holdExtendSrc)
-	holdReleaseScript = redis.NewScript(holdReleaseSrc)
+	holdReleaseScript = redis.NewScript(handOnSrc + holdReleaseSrc) // its dropDead
 )
 
 // MaxMetadataLen is the longest [AcquireOptions].Metadata accepted, in bytes.
