@@ -251,17 +251,20 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 			unwatch()
 		}
 	}()
-	if _, retries := o.Retry(1); retries {
-		cl.retry = make(chan struct{}, 1)
-		// A call that may wait listens before its first attempt when
-		// notices on its channel reach us already (the subscription of an
-		// earlier call lingers): a release that came between the attempt's
-		// refusal and its listening would go unheard, and the call, the
-		// head it named, would sleep through its turn until its next poll.
+	// listenEarly makes a call that may wait listen before its (next)
+	// attempt when notices on its channel reach us already (the
+	// subscription of an earlier call lingers): a release that came between
+	// the attempt's refusal and its listening would go unheard, and the
+	// call, the head it named, would sleep through its turn until its poll.
+	listenEarly := func() {
 		channel, id = c.wakeOn(ls)
 		if c.waker.subscribed(channel) {
 			wake, granted, unwatch, _ = c.waker.watch(channel, id)
 		}
+	}
+	if _, retries := o.Retry(1); retries {
+		cl.retry = make(chan struct{}, 1)
+		listenEarly()
 	}
 	first := c.clock.Now() // no release can grant the call the key before its first attempt
 	for attempt := 1; ; attempt++ {
@@ -280,10 +283,7 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 			*lsp, cl = ls, &ls.acquireCall
 			unwatch()
 			wake, granted, unwatch, first = nil, nil, nil, c.clock.Now()
-			channel, id = c.wakeOn(ls)
-			if c.waker.subscribed(channel) {
-				wake, granted, unwatch, _ = c.waker.watch(channel, id)
-			}
+			listenEarly()
 		}
 		qerr.Attempts = attempt
 		if qerr.Err = ctx.Err(); qerr.Err != nil || c.hopeless(qerr) {

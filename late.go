@@ -54,12 +54,8 @@ func (cl *call) lateAnswer(attempt, node int) bool {
 // lateWin tells the waiting call that a late answer took the key (see
 // retry).
 func (cl *call) lateWin() {
-	if cl.retry == nil {
-		return
-	}
-	select {
-	case cl.retry <- struct{}{}:
-	default: // told already
+	if cl.retry != nil {
+		poke(cl.retry)
 	}
 }
 

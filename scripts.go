@@ -8,8 +8,9 @@ import (
 
 // The Lua scripts, one file each; every file starts with its KEYS, ARGV and
 // replies. Script.Run sends EVALSHA and falls back to EVAL on NOSCRIPT. The
-// release and the cleanup script start with the handOn fragment, which
-// hands a key they leave free on to the head of its waiting order.
+// release and the cleanup script start with the handOn fragment
+// (handon.lua), which hands a key they leave free on to the head of its
+// waiting order; hold_release.lua starts with it too, for its dropDead.
 var (
 	//go:embed handon.lua
 	handOnSrc string

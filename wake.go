@@ -139,10 +139,7 @@ func (w *waker) startLocked() {
 
 func (w *waker) kickLocked() {
 	for _, k := range w.kicks {
-		select {
-		case k <- struct{}{}:
-		default: // a kick is pending already; it will see the new set
-		}
+		poke(k) // (a kick pending already will see the new set)
 	}
 }
 
@@ -175,10 +172,7 @@ func (w *waker) run(i int, n node, kick chan struct{}) {
 				}
 			}
 			w.mu.Unlock()
-			select {
-			case kick <- struct{}{}: // drop what has been idle long enough
-			default:
-			}
+			poke(kick) // drop what has been idle long enough
 		case <-kick:
 			w.mu.Lock()
 			var add, drop []string
@@ -207,12 +201,7 @@ func (w *waker) run(i int, n node, kick chan struct{}) {
 						w.logger.Warn("redlock: subscribing to release notices failed; waiters fall back to their retry delays until a retry succeeds",
 							"addr", n.addr, "retry_in", 10*w.timeout, "err", err)
 					}
-					time.AfterFunc(10*w.timeout, func() {
-						select {
-						case kick <- struct{}{}:
-						default:
-						}
-					})
+					time.AfterFunc(10*w.timeout, func() { poke(kick) })
 				}
 			}
 			if len(drop) > 0 && ps.Unsubscribe(sctx, drop...) == nil {
@@ -294,10 +283,16 @@ func (w *waker) notify(node int, channel, payload string) {
 			}
 			c.st.seen = 0
 		}
-		select {
-		case c.ch <- struct{}{}:
-		default: // woken already and not yet back
-		}
+		poke(c.ch)
+	}
+}
+
+// poke sends on ch, buffered 1, unless a send is pending already: a wake-up
+// or kick that is not yet taken stands for this one too.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -321,10 +316,7 @@ func (w *waker) setLive(channel string, d int) {
 	}
 	if d > 0 && w.live[channel] == w.need {
 		for _, c := range w.waiters[channel] {
-			select {
-			case c.ch <- struct{}{}:
-			default: // woken already and not yet back
-			}
+			poke(c.ch)
 		}
 	}
 }
