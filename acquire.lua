@@ -147,24 +147,34 @@ if fenced and not free then
     return err
   end
 end
--- now: node time in ms. head: drops the expired entries (dead waiters) and
--- returns the queue's head, or false when nobody waits.
+-- now: node time in ms, read once. purge drops the expired entries (dead
+-- waiters); head purges and returns the queue's head, or false when nobody
+-- waits.
+local nowMs
 local function now()
-  local tm = redis.call('TIME')
-  return tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-end
-local function head()
-  if not queueExists then
-    return false
+  if not nowMs then
+    local tm = redis.call('TIME')
+    nowMs = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
   end
-  local n = now()
+  return nowMs
+end
+local function purge()
+  if not queueExists then
+    return
+  end
   repeat
-    local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', n, 'LIMIT', 0, 100)
+    local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now(), 'LIMIT', 0, 100)
     if #dead > 0 then
       redis.call('ZREM', KEYS[3], unpack(dead))
       redis.call('ZREM', KEYS[4], unpack(dead))
     end
   until #dead < 100
+end
+local function head()
+  if not queueExists then
+    return false
+  end
+  purge()
   return redis.call('ZRANGE', KEYS[3], 0, 0)[1] or false
 end
 -- refuse answers a refused caller, after taking or keeping its place in
@@ -173,7 +183,7 @@ local function refuse(pttl)
   if mode ~= 'wait' then
     return string.format('0:%.0f', pttl)
   end
-  head()
+  purge()
   redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
   queueExists = true
   redis.call('ZADD', KEYS[4], now() + tonumber(ARGV[7]), ARGV[5])

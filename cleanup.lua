@@ -19,8 +19,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 redis.call('DEL', KEYS[1])
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
-if ARGV[2] and redis.call('EXISTS', q, qt) == 2 and redis.call('TYPE', q)['ok'] == 'zset' and
-  redis.call('TYPE', qt)['ok'] == 'zset' then
+if ARGV[2] and isQueue(q, qt) then
   handOn(KEYS[1], q, qt, KEYS[4] or (KEYS[1] .. ':fence'), ARGV[2])
 end
 return 1

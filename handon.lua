@@ -1,17 +1,21 @@
--- handOn and dropDead: a Lua fragment that release.lua, cleanup.lua and
--- hold_release.lua start with (see scripts.go), not a script of its own.
--- handOn(key, q, qt, fenceKey, channel) hands a free lock key on to the head
--- of its waiting order (queue.go): q the queue, qt its expiries, fenceKey
--- the fence counter, channel the lock's release channel. The entries that
--- expired (dead waiters) are dropped first. A head that queued for a plain
--- lock ("<token>:<client>:<ttl ms>:<f>", f "1" fenced, "0" not) is granted
--- the key: it is set to "<token>.0" for the head's TTL, the fence counter
+-- handOn, dropDead and isQueue: a Lua fragment that release.lua,
+-- cleanup.lua and hold_release.lua start with (see scripts.go), not a
+-- script of its own.
+-- handOn(key, q, qt, fenceKey, channel, head) hands a free lock key on to
+-- the head of its waiting order (queue.go): q the queue, qt its expiries,
+-- fenceKey the fence counter, channel the lock's release channel; head is
+-- the queue's head when the caller has read it after dropDead (false:
+-- nobody waits), or nil: then the entries that expired (dead waiters) are
+-- dropped and the head read here. A head that queued for a plain lock
+-- ("<token>:<client>:<ttl ms>:<f>", f "1" fenced, "0" not) is granted the
+-- key: it is set to "<token>.0" for the head's TTL, the fence counter
 -- incremented when fenced (unless it is not a decimal in [0, 2^63-2], the
 -- acquire script's check: then no grant), and "<entry> <fence>" published
 -- on channel .. ':' .. <client>; if no connection of the head's Client
 -- listens on this node (its process is gone), the grant is undone. Any
 -- other head gets the notice "<entry>" there, and takes the key with its
 -- next attempt. Returns the head's entry, or '' when nobody waits.
+-- The scripts call only the commands of the README's minimal ACL.
 -- dropDead takes the entries that expired (dead waiters) out of the queue q
 -- and its expiries qt, by the node's clock.
 local function dropDead(q, qt)
@@ -25,9 +29,17 @@ local function dropDead(q, qt)
     end
   until #dead < 100
 end
-local function handOn(key, q, qt, fenceKey, channel)
-  dropDead(q, qt)
-  local head = redis.call('ZRANGE', q, 0, 0)[1]
+-- isQueue reports whether q and qt both hold a sorted set: a waiting order
+-- to hand the key on to. Keys of another type are not one.
+local function isQueue(q, qt)
+  return redis.call('EXISTS', q, qt) == 2 and redis.call('TYPE', q)['ok'] == 'zset' and
+    redis.call('TYPE', qt)['ok'] == 'zset'
+end
+local function handOn(key, q, qt, fenceKey, channel, head)
+  if head == nil then
+    dropDead(q, qt)
+    head = redis.call('ZRANGE', q, 0, 0)[1]
+  end
   if not head then
     return ''
   end

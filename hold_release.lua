@@ -29,8 +29,8 @@ if ARGV[4] ~= '' then
 end
 local q, qt = KEYS[2], KEYS[3]
 local head, channel = '', ARGV[3]
-if redis.call('TYPE', q)['ok'] == 'zset' and redis.call('TYPE', qt)['ok'] == 'zset' then
-  dropDead(q, qt) -- (handon.lua, which this script starts with)
+if isQueue(q, qt) then -- (handon.lua, which this script starts with)
+  dropDead(q, qt)
   -- The owner's own entry, if it is still there, leaves with the key.
   local cursor = '0'
   repeat

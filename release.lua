@@ -16,19 +16,22 @@
 -- value.
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
 local fenceKey = KEYS[4] or (KEYS[1] .. ':fence')
-local queue = redis.call('EXISTS', q, qt) == 2 and redis.call('TYPE', q)['ok'] == 'zset' and
-  redis.call('TYPE', qt)['ok'] == 'zset'
+local queue = isQueue(q, qt)
+local nextHead -- the head once the holder's entry left, if read here (false: nobody)
 if queue then
+  dropDead(q, qt)
   local mine = ARGV[1]
   if string.sub(mine, -1) == '.' then
     mine = string.sub(mine, 1, -2)
   end
   mine = mine .. ':'
-  -- The holder's entry is usually the head; else look for it.
-  local h = redis.call('ZRANGE', q, 0, 0)[1]
-  if h and string.sub(h, 1, #mine) == mine then
-    redis.call('ZREM', q, h)
-    redis.call('ZREM', qt, h)
+  -- The holder's entry is usually the head, and the next one the new head;
+  -- else look for it.
+  local hs = redis.call('ZRANGE', q, 0, 1)
+  if hs[1] and string.sub(hs[1], 1, #mine) == mine then
+    redis.call('ZREM', q, hs[1])
+    redis.call('ZREM', qt, hs[1])
+    nextHead = hs[2] or false
   else
     local cursor = '0'
     repeat
@@ -57,7 +60,7 @@ if cur then
 end
 local head = ''
 if queue then
-  head = handOn(KEYS[1], q, qt, fenceKey, ARGV[2])
+  head = handOn(KEYS[1], q, qt, fenceKey, ARGV[2], nextHead)
 end
 if cur and head == '' then
   redis.call('PUBLISH', ARGV[2], '')
