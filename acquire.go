@@ -264,6 +264,7 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 	}
 	if _, retries := o.Retry(1); retries {
 		cl.retry = make(chan struct{}, 1)
+		c.waker.open()
 		listenEarly()
 	}
 	first := c.clock.Now() // no release can grant the call the key before its first attempt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -649,5 +650,68 @@ func TestQueueSubscriptionLingers(t *testing.T) {
 			t.Fatalf("still subscribed to %s %v after the waiter left; want dropped after %v", channel, subscriptionLinger+5*time.Second, subscriptionLinger)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A Client's first Acquire that may wait opens its notice connections, one
+// per node, even when it meets no contention: its first contended wait then
+// subscribes on connections already open instead of dialling every node at
+// the moment it waits. A Client that only try-locks opens none.
+func TestQueueNoticeConnectionsOpenAtFirstWaitingAcquire(t *testing.T) {
+	const n = 3
+	ctx := context.Background()
+	dials := make([]atomic.Int32, n)
+	client := func() *Client {
+		ns := make([]redis.UniversalClient, n)
+		for i := range ns {
+			rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i), OnConnect: func(context.Context, *redis.Conn) error {
+				dials[i].Add(1)
+				return nil
+			}})
+			t.Cleanup(func() { _ = rc.Close() })
+			ns[i] = rc
+		}
+		return newTestClient(t, ns, nil)
+	}
+	lockOnce := func(c *Client, name string, o *AcquireOptions) {
+		l, err := c.Acquire(ctx, name, 10*time.Second, o)
+		if err != nil {
+			t.Fatalf("uncontended Acquire: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(want int32) []int32 {
+		got := make([]int32, n)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ok := true
+			for i := range dials {
+				got[i] = dials[i].Load()
+				ok = ok && got[i] == want
+			}
+			if ok || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	tryOnly := client()
+	lockOnce(tryOnly, "notice-conns-try", &AcquireOptions{Retry: NoRetry()})
+	time.Sleep(200 * time.Millisecond) // room for a connection that should not come
+	if got := settled(1); !slices.Equal(got, []int32{1, 1, 1}) {
+		t.Fatalf("connections dialled per node by a Client that only try-locked: %v; want 1 each (its pool's)", got)
+	}
+	tryOnly.Close()
+
+	for i := range dials {
+		dials[i].Store(0)
+	}
+	waiting := client()
+	lockOnce(waiting, "notice-conns-wait", nil)
+	if got := settled(2); !slices.Equal(got, []int32{2, 2, 2}) {
+		t.Fatalf("connections dialled per node by a Client after one uncontended waiting Acquire: %v; want 2 each (its pool's and its notice connection)", got)
 	}
 }
