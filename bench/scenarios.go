@@ -64,12 +64,20 @@ func contentionCols(perWorker bool) []column {
 }
 
 // warmup pairs run before each measurement (and before its fault), so
-// connections exist and scripts are loaded.
+// connections exist and scripts are loaded. They make the call the
+// measurement makes: the waiting lock where it waits (S3, S6), else the
+// try-lock; on free keys, so a waiting lock never waits here. A library
+// that opens something at its first waiting call (this one opens its notice
+// connections) opens it here, as the go-redis pools dial here.
 const warmup = 20
 
-func doWarmup(ctx context.Context, l locker, prefix string) error {
+func doWarmup(ctx context.Context, l locker, prefix string, waits bool) error {
+	lock := l.tryLock
+	if waits {
+		lock = l.lock
+	}
 	for i := range warmup {
-		h, err := l.tryLock(ctx, prefix+"warm"+strconv.Itoa(i))
+		h, err := lock(ctx, prefix+"warm"+strconv.Itoa(i))
 		if err != nil {
 			return fmt.Errorf("warm-up lock: %w", err)
 		}
@@ -80,9 +88,9 @@ func doWarmup(ctx context.Context, l locker, prefix string) error {
 	return nil
 }
 
-// withLocker opens c's locker(s), warms them up, injects the fault, runs
-// f, heals, and closes.
-func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []string, prefix string, n int,
+// withLocker opens c's locker(s), warms them up (with the waiting lock when
+// waits), injects the fault, runs f, heals, and closes.
+func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []string, prefix string, n int, waits bool,
 	run func([]locker) (metrics, error)) (metrics, error) {
 	ls := make([]locker, 0, n)
 	defer func() {
@@ -96,7 +104,7 @@ func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []
 			return nil, err
 		}
 		ls = append(ls, l)
-		if err := doWarmup(ctx, l, prefix); err != nil {
+		if err := doWarmup(ctx, l, prefix, waits); err != nil {
 			return nil, err
 		}
 	}
@@ -278,7 +286,7 @@ func contended(ctx context.Context, ls []locker, key string, d time.Duration, vi
 
 func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 	seq := func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration, ft fault) (metrics, error) {
-		return withLocker(ctx, cl, ft, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+		return withLocker(ctx, cl, ft, c, addrs, prefix, 1, false, func(ls []locker) (metrics, error) {
 			return sequential(ctx, ls[0], prefix, d), ctx.Err()
 		})
 	}
@@ -298,7 +306,7 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 				{"bytes_per_op", "B/pair", kCount}, {"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
 			},
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, false, func(ls []locker) (metrics, error) {
 					return parallel(ctx, ls[0], prefix, d), ctx.Err()
 				})
 			},
@@ -307,7 +315,7 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 			id: "S3", title: fmt.Sprintf("%d goroutines of one process (one Client) on one key, hold 0", contenderWorkers), fault: healthy,
 			duration: &f.s3, applies: notFloor, columns: contentionCols(false),
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, func(ls []locker) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, true, func(ls []locker) (metrics, error) {
 					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
 				})
 			},
@@ -330,7 +338,7 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 			id: "S6", title: fmt.Sprintf("%d workers on one key, each with its own Client and connections (as separate processes), hold 0", contenderWorkers), fault: healthy,
 			duration: &f.s6, applies: notFloor, columns: contentionCols(true),
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, contenderWorkers, func(ls []locker) (metrics, error) {
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, contenderWorkers, true, func(ls []locker) (metrics, error) {
 					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
 				})
 			},
