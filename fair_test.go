@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -713,5 +714,34 @@ func TestQueueNoticeConnectionsOpenAtFirstWaitingAcquire(t *testing.T) {
 	lockOnce(waiting, "notice-conns-wait", nil)
 	if got := settled(2); !slices.Equal(got, []int32{2, 2, 2}) {
 		t.Fatalf("connections dialled per node by a Client after one uncontended waiting Acquire: %v; want 2 each (its pool's and its notice connection)", got)
+	}
+}
+
+// A node that cannot be reached is dialled again for its notices with a
+// growing pause (at most a second), not ten times a second for as long as
+// it is down: every Client that has waited once keeps trying.
+func TestQueueNoticeRedialBacksOff(t *testing.T) {
+	ctx := context.Background()
+	var dials atomic.Int32
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, // one dial per try
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("node down (test)")
+		}})
+	t.Cleanup(func() { _ = down.Close() })
+	c := newTestClient(t, []redis.UniversalClient{cluster().Client(0), cluster().Client(1), down}, nil)
+	l, err := c.Acquire(ctx, "notice-redial", 10*time.Second, nil) // opens the notice connections
+	if err != nil {
+		t.Fatalf("Acquire with one node of three down: %v", err)
+	}
+	_ = l.Release(ctx) // it reports the down node; the other two released it
+	const watch = 2500 * time.Millisecond
+	time.Sleep(200 * time.Millisecond) // the calls' own dials are over
+	before := dials.Load()
+	time.Sleep(watch)
+	// Pauses of 100, 200, 400, 800 ms, then a second: about six dials in
+	// the window. A fixed 100 ms pause dials about 25 times.
+	if n := dials.Load() - before; n > 10 {
+		t.Errorf("the down node was dialled %d times in %v for its notices; want a growing pause between tries (at most about 7)", n, watch)
 	}
 }

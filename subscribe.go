@@ -145,7 +145,7 @@ func (w *waker) read(i int, ps *redis.PubSub) {
 				select {
 				case <-w.stop:
 					return
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(redialPause(failures)):
 				}
 			}
 			continue
@@ -155,6 +155,15 @@ func (w *waker) read(i int, ps *redis.PubSub) {
 			w.notify(i, m.Channel, m.Payload)
 		}
 	}
+}
+
+// redialPause is how long read pauses after the given number of failures
+// in a row (the first is retried at once): 100 ms, doubling up to a second.
+// A node that is down is then dialled about once a second by every Client
+// that has waited, not ten times; notices from it resume within a second
+// of its return (its waiters poll meanwhile).
+func redialPause(failures int) time.Duration {
+	return min(100*time.Millisecond<<min(failures-2, 4), time.Second)
 }
 
 // pubsubPing is how long a silent subscription goes before read pings it.
