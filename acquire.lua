@@ -269,11 +269,21 @@ local f, err = fence()
 if not f then
   return err
 end
+-- The key already holds a value of the call, which its lock may have
+-- extended past ARGV[2]: the expiry only moves later (extend.lua).
+local px = ARGV[2]
+if cur and redis.call('PTTL', KEYS[1]) > tonumber(px) then
+  px = nil
+end
 if cur == v or keep then
   -- This very attempt, resent after a lost reply, or the call's grant:
   -- refresh and succeed.
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if px then
+    redis.call('PEXPIRE', KEYS[1], px)
+  end
+elseif px then
+  redis.call('SET', KEYS[1], v, 'PX', px)
 else
-  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], v, 'KEEPTTL')
 end
 return '1:' .. f
