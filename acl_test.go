@@ -210,14 +210,13 @@ func TestACLMissingPermission(t *testing.T) {
 				t.Errorf("Acquire = %v after %d attempts; want it to give up at the first, before ctx ends", err, qe.Attempts)
 			}
 			// The round ends when a quorum is impossible: a node may not
-			// have answered by then, every other one was refused.
+			// have been awaited by then, every other one was refused.
 			refused := 0
 			for i, ne := range qe.Nodes {
-				var te nodeTimeoutError
 				switch {
 				case errors.Is(ne, ErrNoPerm):
 					refused++
-				case !errors.As(ne, &te):
+				case !errors.Is(ne, ErrNotAwaited):
 					t.Errorf("node %d: %v; want an ACL refusal", i, ne)
 				}
 			}

@@ -49,16 +49,42 @@ var (
 	// the user may not make). The node is not retried: grant the user the
 	// commands, keys and channels of the README's "Minimal ACL".
 	ErrNoPerm = errors.New("redlock: refused by the node's ACL")
+
+	// ErrNodeTimeout: a node did not answer within the per-node timeout
+	// ([Options].NodeTimeout, capped by the TTL). It is not
+	// context.DeadlineExceeded, which stays the caller's own context's.
+	ErrNodeTimeout = errors.New("redlock: no answer within the node timeout")
+
+	// ErrNotAwaited: the call did not wait for a node's answer, because
+	// the outcome was known without it (a quorum agreed, or so many
+	// refused that none could) or the caller's context ended first. The
+	// node may be healthy; its answer, when it comes, is still handled
+	// (a late key is released).
+	ErrNotAwaited = errors.New("redlock: not awaited")
 )
 
-// errNodeTimeout is a node that did not answer within the per-node timeout.
-// It does not match context.DeadlineExceeded on purpose: that error is kept
-// for the caller's own context.
+// nodeTimeoutError is a node that did not answer within the per-node
+// timeout. It matches ErrNodeTimeout.
 type nodeTimeoutError struct{ after time.Duration }
 
 func (e nodeTimeoutError) Error() string {
 	return fmt.Sprintf("no answer within %v (raise Options.NodeTimeout if the node is just slow)", e.after)
 }
+
+func (e nodeTimeoutError) Is(target error) bool { return target == ErrNodeTimeout }
+
+// notAwaitedError is a node whose answer the round did not wait for. It
+// matches ErrNotAwaited.
+type notAwaitedError struct{ ctxEnded bool }
+
+func (e notAwaitedError) Error() string {
+	if e.ctxEnded {
+		return "not awaited: the call's context ended first"
+	}
+	return "not awaited: the round was decided without it"
+}
+
+func (e notAwaitedError) Is(target error) bool { return target == ErrNotAwaited }
 
 // HeldError is a node on which another owner holds the lock, with the
 // holder's remaining TTL there (negative: no expiry). It matches [ErrHeld].
@@ -218,8 +244,10 @@ func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused 
 	for i, rp := range r.replies {
 		var err error
 		switch {
-		case !r.answered[i]:
+		case !r.answered[i] && r.timedOut:
 			err = nodeTimeoutError{after: timeout}
+		case !r.answered[i]:
+			err = notAwaitedError{ctxEnded: r.ctxEnded}
 		case rp.err == nil: // the common case: no error to look into
 			err = refused(rp.val)
 		case redis.HasErrorPrefix(rp.err, "BADCOUNTER"):

@@ -101,8 +101,11 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 		if !f.takes(key, value) {
 			return redis.NewCmdResult(fmt.Sprintf("0:%d", time.Until(f.expiry[key]).Milliseconds()), nil)
 		}
+		_, had := f.kv[key]
 		f.kv[key] = value
-		f.expiry[key] = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		if e := time.Now().Add(time.Duration(ms) * time.Millisecond); !had || e.After(f.expiry[key]) {
+			f.expiry[key] = e // a key of the call's only lives longer (acquire.lua)
+		}
 		if str(2) != "1" {
 			return redis.NewCmdResult("1:0", nil)
 		}
@@ -116,7 +119,9 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 		if cur, ok := f.kv[keys[0]]; !ok || !strings.HasPrefix(cur, str(0)) {
 			return redis.NewCmdResult(int64(0), nil)
 		}
-		f.expiry[keys[0]] = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		if e := time.Now().Add(time.Duration(ms) * time.Millisecond); e.After(f.expiry[keys[0]]) {
+			f.expiry[keys[0]] = e // the expiry only moves later (extend.lua)
+		}
 		return redis.NewCmdResult(int64(1), nil)
 	case releaseScript.Hash(), cleanupScript.Hash():
 		op, match := "release", func(cur string) bool { return strings.HasPrefix(cur, str(0)) }

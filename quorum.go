@@ -24,6 +24,7 @@ type round[T any] struct {
 	answered []bool     // answered[i]: replies[i] holds node i's answer
 	ok       int        // answers for which the round's accept func said yes
 	timedOut bool       // the per-node timeout ran out before every node answered
+	ctxEnded bool       // the caller's ctx ended before the round was decided
 }
 
 // decided reports whether a round over n nodes that needs need agreeing
@@ -122,6 +123,7 @@ func (f *fan[T]) wait(ctx context.Context, n, need int, accept func(T, error) bo
 			}
 			r.timedOut = true
 		case <-ctx.Done():
+			r.ctxEnded = true
 		}
 		break
 	}
