@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -101,11 +103,16 @@ type node struct {
 // node gives the classic single-instance lock. The clients stay the
 // caller's: Close does not close them.
 //
-// New reports a bad configuration at once, saying what to change.
+// New reports a bad configuration at once, saying what to change: no
+// nodes, a nil node, or one node listed twice (the same client, or two
+// clients with the same address, which would let one server cast two
+// votes). Two different addresses of one server (a host name and its IP
+// address, a DNS alias, a forwarded port) cannot be told apart without
+// asking the server, and are not detected: list each server once.
 func New(nodes []redis.UniversalClient, opts *Options) (*Client, error) {
 	ns := make([]Node, len(nodes))
 	for i, n := range nodes {
-		if n == nil {
+		if isNil(n) {
 			return nil, fmt.Errorf("redlock: node %d is nil: pass a connected Redis client for every node", i)
 		}
 		ns[i] = n
@@ -130,13 +137,81 @@ func NewWithNodes(nodes []Node, opts *Options) (*Client, error) {
 	}
 	ns := make([]node, len(nodes))
 	for i, n := range nodes {
-		if n == nil {
+		if isNil(n) {
 			return nil, fmt.Errorf("redlock: node %d is nil: pass a connected Redis client for every node", i)
 		}
 		sub, _ := n.(subscriber)
 		ns[i] = node{addr: nodeAddr(n), client: n, sub: sub}
 	}
+	if err := checkDistinct(nodes); err != nil {
+		return nil, err
+	}
 	return newClient(ns, opts)
+}
+
+// isNil reports whether n is nil, or an interface holding a nil pointer
+// (a *redis.Client never set).
+func isNil(n any) bool {
+	if n == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(n); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// checkDistinct says which nodes are listed twice: the same client, or
+// clients that share an address as far as their options tell (see
+// endpoints).
+func checkDistinct(nodes []Node) error {
+	seen := map[string]int{}
+	for i, n := range nodes {
+		var ids []string
+		if v := reflect.ValueOf(n); v.Kind() == reflect.Pointer {
+			ids = append(ids, fmt.Sprintf("the same %T", n)+"\x00"+strconv.FormatUint(uint64(v.Pointer()), 16))
+		}
+		ids = append(ids, endpoints(n)...)
+		for _, id := range ids {
+			if j, dup := seen[id]; dup && j != i {
+				what, _, _ := strings.Cut(id, "\x00")
+				return fmt.Errorf("redlock: nodes %d and %d are one Redis node (%s): list each node once, or one server would cast two votes", j, i, what)
+			}
+			seen[id] = i
+		}
+	}
+	return nil
+}
+
+// endpoints returns the network addresses n's options name ("address
+// <network>/<address>"): one for a standalone client, every seed of a
+// Cluster client, every shard of a Ring. A Sentinel failover client names
+// none (its master is found through the sentinels), nor does a node that
+// is not a go-redis client.
+func endpoints(n Node) []string {
+	id := func(network, addr string) string {
+		if network == "" {
+			network = "tcp"
+		}
+		return "address " + network + "/" + addr
+	}
+	var ids []string
+	switch v := n.(type) {
+	case *redis.Client:
+		if o := v.Options(); o.Addr != "FailoverClient" {
+			ids = append(ids, id(o.Network, o.Addr))
+		}
+	case *redis.ClusterClient:
+		for _, a := range v.Options().Addrs {
+			ids = append(ids, id("tcp", a))
+		}
+	case *redis.Ring:
+		for _, a := range v.Options().Addrs {
+			ids = append(ids, id("tcp", a))
+		}
+	}
+	return ids
 }
 
 var _ Node = redis.UniversalClient(nil)
