@@ -6,16 +6,51 @@
 -- failed attempt to clean up: the hold goes only if that attempt wrote it,
 -- and nobody is woken (nobody waits for such a key), as cleanup.lua does.
 -- A release announces a deleted key to the queue's head as release.lua does,
--- and takes the owner's entry out of the queue.
+-- and takes the owner's entry out of the queue, whoever holds the key.
 -- Returns 1 when the key was deleted, 2 when the hold was removed and others
 -- keep the key, 0 when the node has no such hold (or the key is a plain lock,
 -- or another owner's).
 local hold = 'h:' .. ARGV[2]
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HGET', KEYS[1], 'rl-owner') ~= ARGV[1] then
+local release = ARGV[4] == ''
+-- leave takes the owner's own entries out of the queue and, when the key
+-- is free, announces it to the queue's head (or to the name's channel when
+-- nobody queues), as release.lua does.
+local function leave(free)
+  local q, qt = KEYS[2], KEYS[3]
+  local head, channel = '', ARGV[3]
+  if isQueue(q, qt) then -- (handon.lua, which this script starts with)
+    dropDead(q, qt)
+    local cursor = '0'
+    repeat
+      local r = redis.call('ZSCAN', q, cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 100)
+      cursor = r[1]
+      for i = 1, #r[2], 2 do
+        redis.call('ZREM', q, r[2][i])
+        redis.call('ZREM', qt, r[2][i])
+      end
+    until cursor == '0'
+    head = redis.call('ZRANGE', q, 0, 0)[1] or ''
+    local client = string.match(head, '^[^:]*:([^:]+)')
+    if client then
+      channel = channel .. ':' .. client
+    end
+  end
+  if free then
+    redis.call('PUBLISH', channel, head)
+  end
+end
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t ~= 'hash' or redis.call('HGET', KEYS[1], 'rl-owner') ~= ARGV[1] then
+  -- Not ours here (gone, or another owner's): a release still takes the
+  -- owner's entry out, or it would stand at the head of this node's
+  -- queue, a dead waiter, until it expires.
+  if release then
+    leave(t == 'none')
+  end
   return 0
 end
 local cur = redis.call('HGET', KEYS[1], hold)
-if cur == false or (ARGV[4] ~= '' and cur ~= ARGV[4]) then
+if cur == false or (not release and cur ~= ARGV[4]) then
   return 0
 end
 redis.call('HDEL', KEYS[1], hold)
@@ -24,28 +59,8 @@ if redis.call('HLEN', KEYS[1]) > 4 then
   return 2
 end
 redis.call('DEL', KEYS[1])
-if ARGV[4] ~= '' then
-  return 1
-end
-local q, qt = KEYS[2], KEYS[3]
-local head, channel = '', ARGV[3]
-if isQueue(q, qt) then -- (handon.lua, which this script starts with)
-  dropDead(q, qt)
+if release then
   -- The owner's own entry, if it is still there, leaves with the key.
-  local cursor = '0'
-  repeat
-    local r = redis.call('ZSCAN', q, cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 100)
-    cursor = r[1]
-    for i = 1, #r[2], 2 do
-      redis.call('ZREM', q, r[2][i])
-      redis.call('ZREM', qt, r[2][i])
-    end
-  until cursor == '0'
-  head = redis.call('ZRANGE', q, 0, 0)[1] or ''
-  local client = string.match(head, '^[^:]*:([^:]+)')
-  if client then
-    channel = channel .. ':' .. client
-  end
+  leave(true)
 end
-redis.call('PUBLISH', channel, head)
 return 1
