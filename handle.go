@@ -74,10 +74,17 @@ func (h *Handle) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseHandle reads a handle written by [Handle.MarshalText].
+// ParseHandle reads a handle written by [Handle.MarshalText]. It refuses
+// text that a lock cannot have made: a token that is not one of ours (22
+// characters of URL-safe base64), a name [Client.Acquire] would refuse, or
+// more than a few hundred bytes in all, so that [Client.Resume] never sends
+// an untrusted handle's bulk to the nodes.
 func ParseHandle(s string) (Handle, error) {
 	bad := func(why string) (Handle, error) {
 		return Handle{}, fmt.Errorf("redlock: not a lock handle (%s): pass the text of Lock.Handle().MarshalText unchanged", why)
+	}
+	if len(s) > maxHandleLen {
+		return bad(fmt.Sprintf("%d bytes; a handle is at most %d", len(s), maxHandleLen))
 	}
 	f := strings.Split(s, ".")
 	if len(f) != 5 || f[0] != handleVersion {
@@ -101,13 +108,22 @@ func ParseHandle(s string) (Handle, error) {
 	return h, nil
 }
 
-// check says what is wrong with h, if anything.
+// maxHandleLen bounds a handle's text: the version, kind, a uint64 fence,
+// a token and a name of MaxNameLen bytes in base64, with the dots.
+const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + (MaxNameLen*4+2)/3 + 1
+
+// check says what is wrong with h, if anything. A token is what newToken
+// makes: tokenLen characters of unpadded URL-safe base64, nothing else a
+// node would be sent.
 func (h Handle) check() error {
-	if h.token == "" || strings.ContainsAny(h.token, ".:") {
+	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" {
 		return errors.New("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
 	}
 	return checkName(h.name)
 }
+
+// tokenAlphabet is the characters of a token (URL-safe base64).
+const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // Resume makes a lock from a handle another process (or Client) sent, after
 // checking with the nodes that the lock is still held under the handle's

@@ -25,6 +25,22 @@ func TestHandleText(t *testing.T) {
 			t.Errorf("ParseHandle(%q) = %v; want a redlock: error", bad, err)
 		}
 	}
+	// What a handle may carry is bounded: Resume sends the token to
+	// every node.
+	tok := newToken()
+	for _, bad := range []string{
+		"rlh1.p.1." + strings.Repeat("A", 10<<20) + ".bmFtZQ", // a 10 MiB token
+		"rlh1.p.1." + tok + "A.bmFtZQ",                        // one character too many
+		"rlh1.p.1." + tok[:21] + "*.bmFtZQ",                   // not base64
+		"rlh1.p.1." + tok + "." + strings.Repeat("QUFB", 200), // a 600-byte name
+	} {
+		if _, err := ParseHandle(bad); err == nil || !strings.HasPrefix(err.Error(), "redlock: ") || len(err.Error()) > 300 {
+			t.Errorf("ParseHandle(%.40q…) = %.300v; want a short redlock: error", bad, err)
+		}
+	}
+	if h, err := ParseHandle("rlh1.p.7." + tok + ".bmFtZQ"); err != nil || h.Name() != "name" || h.Fence() != 7 {
+		t.Errorf("ParseHandle of a valid handle = %v, %v; want name \"name\", fence 7", h, err)
+	}
 	if _, err := (Handle{}).MarshalText(); err == nil {
 		t.Errorf("MarshalText of the zero Handle succeeded; want an error")
 	}
