@@ -102,12 +102,20 @@ func TestSplitNodes(t *testing.T) {
 	}{
 		{"a:1,b:2,c:3", []string{"a:1", "b:2", "c:3"}, false},
 		{"redis://a:1 redis://b:2\n\tredis://c:3", []string{"redis://a:1", "redis://b:2", "redis://c:3"}, false},
-		{"redis://a:1, redis://b:2,", []string{"redis://a:1", "redis://b:2"}, false},
+		{"redis://a:1, redis://b:2", []string{"redis://a:1", "redis://b:2"}, false},
+		{" a:1 ,b:2\t, c:3\n", []string{"a:1", "b:2", "c:3"}, false},
+		{"", nil, false},
+		{"redis://a:1, redis://b:2,", nil, true},
+		{"a:1,,b:2", nil, true},
+		{"a:1, ,b:2", nil, true},
+		{",a:1", nil, true},
+		{",", nil, true},
 		{"redis://u:p%2Cw%40x@a:1,rediss://b:2,c:3", []string{"redis://u:p%2Cw%40x@a:1", "rediss://b:2", "c:3"}, false},
 		{"redis+sentinel://s:1?master_name=m&addr=s2:2,redis://b:2", []string{"redis+sentinel://s:1?master_name=m&addr=s2:2", "redis://b:2"}, false},
 		{"redis://u:pa,ss@a:1,redis://b:2", nil, true},
 		{"redis://u:a,b,c@a:1", nil, true},
 		{"redis+sentinel://s:1?master_name=m&password=a,b", nil, true},
+		{"redis://u:a,,b@a:1", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := splitNodes(tt.in)

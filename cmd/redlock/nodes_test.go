@@ -57,6 +57,10 @@ var badNodeLists = []struct {
 	{"unix socket", "TRAP,unix:///tmp/redis.sock", []string{`node 1 "unix:///tmp/redis.sock"`, `unknown scheme "unix"`}},
 	{"sentinel without host", "TRAP,redis+sentinel://:26379?master_name=m", []string{`node 1 "redis+sentinel://:26379?…"`, "host is missing"}},
 	{"cluster addr= without host", "TRAP,redis+cluster://127.0.0.1:1?addr=:2", []string{"node 1", "addr=:2", "host is missing", "addr=HOST:PORT"}},
+	{"two commas", "TRAP,,127.0.0.1:1", []string{"node 1 is empty", "two commas after node 0"}},
+	{"comma, space, comma", "TRAP, ,127.0.0.1:1", []string{"node 1 is empty", "two commas after node 0"}},
+	{"trailing comma", "TRAP,127.0.0.1:1,", []string{"node 2 is empty", "ends with a comma"}},
+	{"leading comma", ",TRAP", []string{"node 0 is empty", "starts with a comma"}},
 }
 
 func TestBadNodeListsRefused(t *testing.T) {
