@@ -18,8 +18,9 @@ import (
 // node is one Redis node named on the command line: a standalone master, a
 // Sentinel-managed master or a Redis Cluster.
 type node struct {
-	addr   string // for messages: host:port and kind, never a password
-	client redis.UniversalClient
+	addr    string   // for messages: host:port and kind, never a password
+	servers []string // what it names, to find a server listed twice: see serversOf
+	client  redis.UniversalClient
 }
 
 // Defaults the CLI sets where a node URL does not give the option: one
@@ -56,7 +57,8 @@ func parseNode(raw string, tc *tls.Config) (node, error) {
 	if base != "redis" && base != "rediss" || kind != "" && kind != "sentinel" && kind != "cluster" {
 		return node{}, fmt.Errorf("unknown scheme %q: use redis://, rediss:// (TLS), redis+sentinel:// or redis+cluster://, or no scheme for HOST:PORT", u.Scheme)
 	}
-	if _, err := serversOf(u, kind); err != nil {
+	servers, err := serversOf(u, kind)
+	if err != nil {
 		return node{}, err
 	}
 	u.Scheme = base
@@ -77,7 +79,7 @@ func parseNode(raw string, tc *tls.Config) (node, error) {
 		opt.ContextTimeoutEnabled = true
 		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		return node{addr: opt.Addr, client: redis.NewClient(opt)}, nil
+		return node{addr: opt.Addr, servers: servers, client: redis.NewClient(opt)}, nil
 	case "sentinel":
 		opt, err := redis.ParseFailoverURL(std)
 		if err != nil {
@@ -93,8 +95,11 @@ func parseNode(raw string, tc *tls.Config) (node, error) {
 			opt.ContextTimeoutEnabled = true
 		}
 		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
+		for i, s := range servers {
+			servers[i] = fmt.Sprintf("master %s of sentinel %s", opt.MasterName, s)
+		}
 		addr := fmt.Sprintf("sentinel %s master %s", strings.Join(opt.SentinelAddrs, ","), opt.MasterName)
-		return node{addr: addr, client: redis.NewFailoverClient(opt)}, nil
+		return node{addr: addr, servers: servers, client: redis.NewFailoverClient(opt)}, nil
 	default: // cluster
 		opt, err := redis.ParseClusterURL(std)
 		if err != nil {
@@ -106,7 +111,7 @@ func parseNode(raw string, tc *tls.Config) (node, error) {
 		opt.ContextTimeoutEnabled = true
 		fillDefaults(q, &opt.DialerRetries, &opt.MaxRetries, &opt.DialTimeout)
 		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		return node{addr: "cluster " + strings.Join(opt.Addrs, ","), client: redis.NewClusterClient(opt)}, nil
+		return node{addr: "cluster " + strings.Join(opt.Addrs, ","), servers: servers, client: redis.NewClusterClient(opt)}, nil
 	}
 }
 
@@ -117,7 +122,7 @@ const hostHint = "write redis://HOST:PORT or HOST:PORT, e.g. redis://10.0.0.1:63
 // names each of its servers explicitly (go-redis would read a missing host
 // as localhost) and that its path is a database number. It returns the
 // servers (the URL's host and those of its addr= options) in the form of
-// [checkAddr].
+// [checkAddr], to find a server listed twice.
 func serversOf(u *url.URL, kind string) ([]string, error) {
 	s, err := checkAddr(u.Host)
 	if err != nil {
@@ -231,10 +236,11 @@ func safeURL(raw string) string {
 
 // dialNodes parses urls and creates one client per node. Nothing is
 // dialled yet. The caller closes the clients with closeNodes. A URL that
-// does not parse is a usage error naming the node by its index and text,
-// without a password.
+// does not parse, or names a server an earlier one names too, is a usage
+// error naming the node by its index and text, without a password.
 func dialNodes(cmd string, urls []string, tc *tls.Config) ([]node, error) {
 	nodes := make([]node, 0, len(urls))
+	seen := map[string]int{} // server -> index of the first node naming it
 	for i, u := range urls {
 		n, err := parseNode(u, tc)
 		if err != nil {
@@ -242,6 +248,14 @@ func dialNodes(cmd string, urls []string, tc *tls.Config) ([]node, error) {
 			return nil, usagef(cmd, "redlock: node %d %q: %v", i, safeURL(u), err)
 		}
 		nodes = append(nodes, n)
+		for _, s := range n.servers {
+			if j, ok := seen[s]; ok && j != i {
+				closeNodes(nodes)
+				return nil, usagef(cmd, "redlock: node %d %q and node %d %q are the same server (%s): one server would cast two votes toward a quorum; list each Redis server once",
+					j, safeURL(urls[j]), i, safeURL(u), s)
+			}
+			seen[s] = i
+		}
 	}
 	return nodes, nil
 }

@@ -61,6 +61,11 @@ var badNodeLists = []struct {
 	{"comma, space, comma", "TRAP, ,127.0.0.1:1", []string{"node 1 is empty", "two commas after node 0"}},
 	{"trailing comma", "TRAP,127.0.0.1:1,", []string{"node 2 is empty", "ends with a comma"}},
 	{"leading comma", ",TRAP", []string{"node 0 is empty", "starts with a comma"}},
+	{"same node twice", "TRAP,TRAP", []string{`node 0 "TRAP" and node 1 "TRAP" are the same server (TRAP)`, "list each Redis server once"}},
+	{"same node as URL and bare", "redis://TRAP 127.0.0.1:1 TRAP", []string{`node 0 "redis://TRAP" and node 2 "TRAP" are the same server`}},
+	{"two DBs of one server", "redis://TRAP/0,redis://TRAP/1", []string{`node 0 "redis://TRAP/0" and node 1 "redis://TRAP/1" are the same server`}},
+	{"same node with password", "redis://lockuser:secretpw@TRAP,TRAP", []string{`node 0 "redis://…@TRAP" and node 1 "TRAP" are the same server`}},
+	{"same IPv6 node, two spellings", "TRAP,[::1]:7000,redis://[0:0::1]:7000", []string{`node 1 "[::1]:7000" and node 2 "redis://[0:0::1]:7000" are the same server`}},
 }
 
 func TestBadNodeListsRefused(t *testing.T) {
@@ -139,4 +144,15 @@ func TestBadNodesEnvBinary(t *testing.T) {
 		t.Errorf("the command ran")
 	}
 
+	// The server listed twice (the first error above hides it).
+	nodes = trap + ",redis://" + trap
+	p = startCLIEnv(t, []string{nodesEnv + "=" + nodes}, "run", "--wait", "0", lockName(t), "--", "touch", marker)
+	code = p.wait(t)
+	want = `redlock: node 0 "` + trap + `" and node 1 "redis://` + trap + `" are the same server`
+	if code != exitUsage || !strings.HasPrefix(p.stderr.String(), want) {
+		t.Errorf("redlock run with %s=%q = %d, stderr:\n%s\nwant %d and stderr starting %q", nodesEnv, nodes, code, p.stderr.String(), exitUsage, want)
+	}
+	if dialled() {
+		t.Errorf("a node was dialled; want the list refused first")
+	}
 }
