@@ -57,12 +57,14 @@ is one independent Redis node (a quorum of them must hold a lock):
   redis+cluster://[user:password@]host:port[?addr=host:port...]
                                               a Redis Cluster (use a lock NAME
                                               without braces)
-A password with , / # ? @ or % must be percent-encoded (%2C %2F %23 %3F %40
-%25). Keep passwords in $REDLOCK_NODES, not in --nodes: a command line is
-visible to every user of the machine (ps). $REDLOCK_NODES is not passed to
-the command. go-redis options may be given as query parameters
-(?dial_timeout=3s&max_retries=2); redlock sets max_retries=1 and
-dial_timeout=1s only where the URL does not.
+Each names its host (redis:// alone is not localhost; an IPv6 address in
+brackets: [::1]:6379), and each server is listed once. A bare host:port
+means redis://host:port. A password with , / # ? @ or % must be
+percent-encoded (%2C %2F %23 %3F %40 %25). Keep passwords in $REDLOCK_NODES,
+not in --nodes: a command line is visible to every user of the machine
+(ps). $REDLOCK_NODES is not passed to the command. go-redis options may be
+given as query parameters (?dial_timeout=3s&max_retries=2); redlock sets
+max_retries=1 and dial_timeout=1s only where the URL does not.
 `
 
 // run is the whole CLI: main is os.Exit(run(...)). It returns the exit code.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // nodesEnv is the environment variable --nodes falls back to.
@@ -54,27 +55,54 @@ func (n *nodeFlags) timeoutFor(ttl time.Duration) time.Duration {
 }
 
 // splitNodes splits a node list at whitespace and commas. A comma inside a
-// URL (in a password or an option) must be percent-encoded: a piece after a
-// comma that is neither the next URL nor a bare host[:port] (it has an @,
-// say), or any piece after a URL with options, means a raw comma split a
-// URL, and is an error that shows no part of the list.
+// URL (in a password or an option) must be percent-encoded: a piece right
+// after a comma that is neither the next URL nor a bare host[:port] (it has
+// an @, say), or any piece right after a URL with options, means a raw
+// comma split a URL, and is an error that shows no part of the list. A
+// comma with no node before the next one, before the list's first node or
+// at its end leaves a node empty (an unset variable in "$A,$B,$C"?): an
+// error naming its index.
 func splitNodes(list string) ([]string, error) {
+	isSep := func(r rune) bool { return r == ',' || unicode.IsSpace(r) }
 	var out []string
-	for _, field := range strings.Fields(list) {
-		prev := ""
-		for j, part := range strings.Split(field, ",") {
-			if part == "" {
-				prev = ""
-				continue
-			}
-			if j > 0 && prev != "" && !startsWithScheme(part) && (!bareHost(part) || strings.Contains(prev, "?")) {
+	for {
+		// The separators up to the next node, then the node.
+		start := strings.IndexFunc(list, func(r rune) bool { return !isSep(r) })
+		if start < 0 {
+			start = len(list)
+		}
+		sep := list[:start]
+		commas := strings.Count(sep, ",")
+		list = list[start:]
+		end := strings.IndexFunc(list, isSep)
+		if end < 0 {
+			end = len(list)
+		}
+		part := list[:end]
+		list = list[end:]
+		switch {
+		case part == "" && commas > 0:
+			return nil, emptyNode(len(out), "the list ends with a comma")
+		case part == "":
+			return out, nil
+		case len(out) == 0 && commas > 0:
+			return nil, emptyNode(0, "the list starts with a comma")
+		case len(out) > 0 && commas == len(sep) && commas > 0:
+			prev := out[len(out)-1]
+			if !startsWithScheme(part) && (!bareHost(part) || strings.Contains(prev, "?")) {
 				return nil, fmt.Errorf("node %d has a raw comma in its user, password or options: percent-encode it as %%2C", len(out)-1)
 			}
-			out = append(out, part)
-			prev = part
 		}
+		if commas > 1 {
+			return nil, emptyNode(len(out), fmt.Sprintf("two commas after node %d", len(out)-1))
+		}
+		out = append(out, part)
 	}
-	return out, nil
+}
+
+// emptyNode is the error for an empty node i of a list, found where.
+func emptyNode(i int, where string) error {
+	return fmt.Errorf("node %d is empty (%s; an unset variable?): give HOST:PORT or redis://HOST:PORT there, or remove the comma", i, where)
 }
 
 // bareHost reports whether s could be a host[:port] given without scheme.
