@@ -53,6 +53,7 @@ func TestChaos(t *testing.T) {
 		{"15-fence-tie", chaosFenceTie},
 		{"16-delayed-cleanup", chaosDelayedCleanup},
 		{"17-fair-contention-faults", chaosFairContention},
+		{"18-handover-faults", chaosHandover},
 		{"control-a-06-unfenced", controlHolderPauseUnfenced},
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
