@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
-// Row 18: a plain lock handed over to another process
+// Row 18 and control d: a plain lock handed over to another process
 // (Lock.Handle, Client.Resume) under faults. The two shares of the lease
 // have one key and token, and TTLs and deadlines of their own; no
 // operation of one share may make the nodes' expiry earlier than the other
@@ -44,7 +46,7 @@ const (
 // the key to 1.5s, and the key was gone from every node while the
 // receiver's share had seconds to go: a rival took the lock.
 func chaosHandover(t *testing.T, row string) {
-	r := handover(t, row)
+	r := handover(t, row, false)
 	assertClean(t, row, r.rep)
 	wantAcquisitions(t, row, r.rep, 3) // the sender, the receiver's share, a rival after it
 	if r.receiverErr != nil {
@@ -80,7 +82,23 @@ func chaosHandover(t *testing.T, row string) {
 	r.e.finish(row, r.rep, nil)
 }
 
-// handoverRun is what the scenario of row 18 saw, for the row to judge.
+// Control d: row 18 with the sender's extends run by the extend script as
+// it was before extends only moved a key's expiry later (a PEXPIRE of the
+// caller's TTL, whatever the key had). The sender's watchdog cuts the key
+// to 1.5s after the hand-over, the key vanishes from every node while the
+// receiver's share lasts, a rival takes the lock, and the checker must
+// report its overlap with the receiver's share.
+func controlHandoverUnconditional(t *testing.T, row string) {
+	r := handover(t, row, true)
+	caught := slices.ContainsFunc(r.rep.Overlaps, func(v redlocktest.Violation) bool { return involves(v, r.receiverShare) })
+	if !caught {
+		t.Errorf("row %q: overlaps with the receiver's share = 0; want the rival that took the lock while it was valid reported:\n%s", row, r.rep)
+	}
+	r.e.finish(row, r.rep, &caught)
+}
+
+// handoverRun is what the scenario of row 18 saw, for the row and its
+// control to judge.
 type handoverRun struct {
 	e   *chaosEnv
 	rep *redlocktest.Report // checkLease of both shares
@@ -100,14 +118,21 @@ type handoverRun struct {
 	senderReleaseErr   error
 }
 
-// handover runs the scenario of row 18. It stops the test only when the
-// scenario cannot go on; what the row judges is returned.
-func handover(t *testing.T, row string) *handoverRun {
+// handover runs the scenario of row 18; with unconditional, the sender's
+// Client runs the earlier extend script (unconditionalExtendNode). It stops
+// the test only when the scenario cannot go on; what the row judges is
+// returned.
+func handover(t *testing.T, row string, unconditional bool) *handoverRun {
 	e := newEnv(t, 5, memFenced, nil)
 	const name = "r18"
 	r := &handoverRun{e: e}
 	rivals := e.clients(3)
-	sender := e.client("sender")
+	var sender *sim
+	if unconditional {
+		sender = e.clientOver("sender", &e.opts, unconditionalExtendNode)
+	} else {
+		sender = e.client("sender")
+	}
 	// The receiver's Client makes one round of op EventAcquire: its Resume.
 	// Its nodes' answers say where the Resume extended the key.
 	var (
@@ -319,4 +344,54 @@ func (e *chaosEnv) checkLease(shares ...string) *redlocktest.Report {
 // involves reports whether one of v's events is of the hold token.
 func involves(v redlocktest.Violation, token string) bool {
 	return slices.ContainsFunc(v.Events, func(ev redlocktest.Event) bool { return ev.Token == token })
+}
+
+// unconditionalExtendSrc is extend.lua as it was before a plain extend
+// only moved a key's expiry later: it sets the key's TTL to the caller's,
+// cutting short what another share of the lease gave it.
+const unconditionalExtendSrc = `if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
+  return 0
+end
+local cur = redis.call('GET', KEYS[1])
+if string.sub(cur, 1, #ARGV[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`
+
+var (
+	extendHash          = redis.NewScript(redlock.ExtendSource).Hash()
+	unconditionalExtend = redis.NewScript(unconditionalExtendSrc)
+)
+
+// oldExtendNode is a node that runs every script as it is, but the extend
+// script as unconditionalExtendSrc. It has no Process or Pipeline, so the
+// Client sends each script through EvalSha (and Eval after NOSCRIPT); it
+// forwards Subscribe, so that waiting works as usual.
+type oldExtendNode struct {
+	redis.Scripter
+	rdb redis.UniversalClient
+}
+
+// unconditionalExtendNode wraps rdb in an oldExtendNode, for clientOver.
+func unconditionalExtendNode(rdb redis.UniversalClient) redlock.Node {
+	return oldExtendNode{Scripter: rdb, rdb: rdb}
+}
+
+func (n oldExtendNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == extendHash {
+		return unconditionalExtend.Run(ctx, n.Scripter, keys, args...)
+	}
+	return n.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+func (n oldExtendNode) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if script == redlock.ExtendSource {
+		return unconditionalExtend.Run(ctx, n.Scripter, keys, args...)
+	}
+	return n.Scripter.Eval(ctx, script, keys, args...)
+}
+
+func (n oldExtendNode) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return n.rdb.Subscribe(ctx, channels...)
 }

@@ -58,6 +58,7 @@ func TestChaos(t *testing.T) {
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
 		{"control-c-16-shared-values", controlDelayedCleanupShared},
+		{"control-d-18-unconditional-extend", controlHandoverUnconditional},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) { r.run(t, r.name) })
