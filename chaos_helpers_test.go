@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
@@ -230,6 +232,14 @@ func (e *chaosEnv) client(name string) *sim { return e.clientWith(name, &e.opts)
 // clientWith starts a simulated client with opts.
 func (e *chaosEnv) clientWith(name string, opts *redlock.Options) *sim {
 	e.t.Helper()
+	return e.clientOver(name, opts, nil)
+}
+
+// clientOver is clientWith for a client whose Client reaches each node
+// through wrap(node), a fault the test puts inside the client process (nil:
+// the nodes as they are).
+func (e *chaosEnv) clientOver(name string, opts *redlock.Options, wrap func(redis.UniversalClient) redlock.Node) *sim {
+	e.t.Helper()
 	n, err := e.cl.NewNet(name)
 	if err != nil {
 		e.t.Fatalf("NewNet(%q): %v", name, err)
@@ -240,13 +250,50 @@ func (e *chaosEnv) clientWith(name string, opts *redlock.Options) *sim {
 		}
 	})
 	rc := record.As(e.rec, name)
-	lc, err := rc.New(n.Clients(), opts)
+	var o redlock.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Observe = recordShares(rc, o.Observe)
+	var lc *redlock.Client
+	if wrap == nil {
+		lc, err = redlock.New(n.Clients(), &o)
+	} else {
+		nodes := make([]redlock.Node, 0, e.cl.Len())
+		for _, nd := range n.Clients() {
+			nodes = append(nodes, wrap(nd))
+		}
+		lc, err = redlock.NewWithNodes(nodes, &o)
+	}
 	if err != nil {
 		e.t.Fatalf("redlock.New(%q): %v", name, err)
 	}
 	e.t.Cleanup(func() { lc.Close() })
 	return &sim{e: e, name: name, net: n, lc: lc, rc: rc}
 }
+
+// recordShares returns an Observe that records each event through rc, then
+// calls next if set. The events of a lock made by Resume or Reenter (a
+// share of another lock's lease: Event.Hold set) are recorded under a token
+// of their own, shareToken, so that the history shows each share as a hold
+// with its own deadline. Check then counts two shares of one lease as two
+// owners: check such a history with checkLease.
+func recordShares(rc record.Client, next func(redlock.Event)) func(redlock.Event) {
+	return func(ev redlock.Event) {
+		rec := ev
+		if rec.Hold != "" {
+			rec.Token = shareToken(rec.Token, rec.Hold)
+		}
+		rc.Observe(rec)
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+// shareToken is the token in the history of the share hold of the lease
+// token.
+func shareToken(token, hold string) string { return token + "/" + hold }
 
 // warmUp opens s's connections to every node and loads the scripts there,
 // through a client on the same Net that records nothing.
@@ -378,6 +425,20 @@ func (s *sim) acquire(ctx context.Context, name string, ttl time.Duration, o *re
 	return l, nil
 }
 
+// resume resumes the lock of h for ttl (recorded as a share of its lease,
+// with the extends and the loss of the share) and keeps the lock for
+// waitHolds.
+func (s *sim) resume(ctx context.Context, h redlock.Handle, ttl time.Duration, o *redlock.ResumeOptions) (*redlock.Lock, error) {
+	l, err := s.lc.Resume(ctx, h, ttl, o)
+	if err != nil {
+		return nil, err
+	}
+	s.e.mu.Lock()
+	s.e.holds = append(s.e.holds, l)
+	s.e.mu.Unlock()
+	return l, nil
+}
+
 // extend extends l (recorded; a failure also ends the lock, and its loss
 // is recorded).
 func (s *sim) extend(ctx context.Context, l *redlock.Lock, ttl time.Duration) error {
@@ -496,15 +557,19 @@ func runWorkers(d time.Duration, clients []*sim, name, resource string, ttl, wai
 // store's final counters.
 func (e *chaosEnv) check() *redlocktest.Report {
 	e.t.Helper()
+	return redlocktest.Check(e.rec.Events(), e.checkOptions())
+}
+
+// checkOptions waits for every hold to end and returns the options of a
+// check: the store's final counters and chaosTolerance.
+func (e *chaosEnv) checkOptions() *redlocktest.CheckOptions {
+	e.t.Helper()
 	e.waitHolds()
 	counters, err := e.store.counters()
 	if err != nil {
 		e.t.Fatalf("downstream store: %v", err)
 	}
-	return redlocktest.Check(e.rec.Events(), &redlocktest.CheckOptions{
-		Counters:  counters,
-		Tolerance: chaosTolerance,
-	})
+	return &redlocktest.CheckOptions{Counters: counters, Tolerance: chaosTolerance}
 }
 
 // chaosTolerance is how late, after its deadline, a hold may learn of its

@@ -53,10 +53,12 @@ func TestChaos(t *testing.T) {
 		{"15-fence-tie", chaosFenceTie},
 		{"16-delayed-cleanup", chaosDelayedCleanup},
 		{"17-fair-contention-faults", chaosFairContention},
+		{"18-handover-faults", chaosHandover},
 		{"control-a-06-unfenced", controlHolderPauseUnfenced},
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
 		{"control-c-16-shared-values", controlDelayedCleanupShared},
+		{"control-d-18-unconditional-extend", controlHandoverUnconditional},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) { r.run(t, r.name) })

@@ -29,3 +29,8 @@ func (s *logSink) Nodes(msg string) []int {
 // CleanupSource is the cleanup script's source as the Client loads it (the
 // handOn fragment, then cleanup.lua).
 var CleanupSource = handOnSrc + cleanupSrc
+
+// ExtendSource is the extend script's source as the Client loads it, for
+// the chaos suite's control d, which runs the script's earlier,
+// unconditional form in its place.
+var ExtendSource = extendSrc
