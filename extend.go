@@ -8,14 +8,18 @@ import (
 // Extend resets the lease to ttl on a quorum of the nodes, on the nodes
 // that still hold this lock's token. The new local deadline counts from the
 // start of the extend: ttl less the time it took and the drift allowance.
+// A node whose key already lives longer keeps its expiry: another share of
+// the lease (a resumed handle, another hold) may count on it.
 //
-// A failed extend ends the lock: the error matches [ErrLost], Done fires,
-// Err returns the error, and the keys left are released. (The watchdog of
-// [AcquireOptions].AutoExtend is more patient: it retries a failed round
-// while the lease lasts.) An extend never re-creates an expired key, and an
-// extend that returns after the deadline passed never revives the lock.
-// Extending a lock that has ended returns Err. If ctx has already ended,
-// Extend returns its error and changes nothing.
+// A failed extend ends the lock: the error matches [ErrLost], Done fires
+// and Err returns the error. When a majority of the nodes no longer hold
+// the lock, the keys left are released; otherwise they are left to expire
+// with their TTL, since another share of the lease may still hold them.
+// (The watchdog of [AcquireOptions].AutoExtend is more patient: it retries
+// a failed round while the lease lasts.) An extend never re-creates an
+// expired key, and an extend that returns after the deadline passed never
+// revives the lock. Extending a lock that has ended returns Err. If ctx has
+// already ended, Extend returns its error and changes nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.c.checkTTL(ttl); err != nil {
 		return err
@@ -32,22 +36,31 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if _, err := l.extendRound(ctx, ttl, false); err != nil {
+	if out, err := l.extendRound(ctx, ttl, false); err != nil {
 		// The keys are released even if ctx ended meanwhile.
-		l.lose(context.WithoutCancel(ctx), err)
+		l.lose(context.WithoutCancel(ctx), out, err)
 		return l.Err()
 	}
 	return nil
 }
 
+// extendOutcome is what a failed extend round says of the lease.
+type extendOutcome int
+
+const (
+	extended extendOutcome = iota // a quorum extended in time
+	missed                        // no quorum, but the lease may still stand: a watchdog retries
+	expired                       // the local deadline passed: the lease is over for this share
+	gone                          // a majority answered that the key is not ours: over for every share
+)
+
 // extendRound runs one extend round of ttl on every node and moves the
 // deadline if a quorum extended in time. It returns a nil error on success;
-// otherwise the round's error (matching ErrLost), with lost set if the loss
-// is certain: a majority answered that the key is not ours, or the deadline
-// passed. A failed round never moves the deadline later; it moves it
+// otherwise the round's error (matching ErrLost) and what it says of the
+// lease. A failed round never moves the deadline later; it moves it
 // earlier only when the nodes that did extend, with a ttl shorter than what
 // is left, will drop the key sooner. The caller holds extendTurn.
-func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (lost bool, err error) {
+func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (extendOutcome, error) {
 	c := l.c
 	start := c.clock.Now()
 	timeout := c.nodeTimeout(ttl)
@@ -63,38 +76,42 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	candidate := start.Add(v)
 
-	certain := false
+	out := extended
+	var err error
 	l.mu.Lock()
 	switch {
 	case l.err != nil:
 		// Ended while the round was on its way: it stays ended.
-		err, certain = l.err, true
+		err, out = l.err, expired
 	case !now.Before(l.until):
 		// The deadline passed before the round returned (its timer may not
 		// have run yet): the lease had a gap, so the lock is lost.
-		err, certain = l.extendError(ctx, r, timeout, v), true
+		err, out = l.extendError(ctx, r, timeout, v), expired
 	case r.ok >= c.quorum && now.Before(candidate) && ctx.Err() == nil:
 		l.setDeadlineLocked(candidate)
 		l.cause = nil
 	default:
-		qerr := l.extendError(ctx, r, timeout, v)
+		err, out = l.extendError(ctx, r, timeout, v), missed
 		notOurs := 0
 		for i, rp := range r.replies {
 			if r.answered[i] && rp.err == nil && rp.val != 1 {
 				notOurs++
 			}
 		}
-		err, certain = qerr, notOurs >= c.quorum
-		// Nodes that did extend ran PEXPIRE ttl after start, so they hold
-		// the key until at least start+ttl-drift on our clock; the others
-		// keep their old expiry. Only a ttl shorter than what is left can
-		// bring the deadline forward. (Not start+validity: the elapsed time
-		// of a round that failed says nothing about when its nodes acted.)
+		// Nodes that did extend ran PEXPIRE ttl after start (or kept a
+		// longer expiry), so they hold the key until at least
+		// start+ttl-drift on our clock; the others keep their old expiry.
+		// Only a ttl shorter than what is left can bring the deadline
+		// forward. (Not start+validity: the elapsed time of a round that
+		// failed says nothing about when its nodes acted.)
 		if bound := start.Add(ttl - drift(ttl, c.opts.DriftFactor)); bound.Before(l.until) {
 			l.setDeadlineLocked(bound)
 		}
-		if !now.Before(l.until) {
-			certain = true
+		switch {
+		case notOurs >= c.quorum:
+			out = gone
+		case !now.Before(l.until):
+			out = expired
 		}
 		l.cause = err
 	}
@@ -105,7 +122,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (l
 	l.mu.Unlock()
 	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence,
 		Start: start, End: now, Until: until, Auto: auto, Err: err})
-	return certain, err
+	return out, err
 }
 
 // extendError describes a failed extend round.
@@ -120,11 +137,14 @@ func (l *Lock) extendError(ctx context.Context, r *round[int64], timeout, v time
 		}), Err: ctx.Err(), sentinel: ErrLost}
 }
 
-// lose ends the lock as lost with err and releases the keys it may still
-// hold, so that nobody waits for their TTL; it waits for the nodes until
-// the per-node timeout or ctx ends.
-func (l *Lock) lose(ctx context.Context, err error) {
-	if l.end(err, 0) {
+// lose ends the lock as lost with err. When out says a majority of the
+// nodes no longer hold it (gone), the keys it may still hold on the others
+// are released, so that nobody waits for their TTL; it waits for the nodes
+// until the per-node timeout or ctx ends. Otherwise the keys are left to
+// their TTL: another share of the lease (a resumed handle) may still count
+// on them, and no share may cut another's lease short.
+func (l *Lock) lose(ctx context.Context, out extendOutcome, err error) {
+	if l.end(err, 0) && out == gone {
 		l.c.releaseAll(ctx, l.ls)
 	}
 }
@@ -171,14 +191,14 @@ func (l *Lock) watch(ctx context.Context) {
 		case <-l.done:
 			return
 		}
-		certain, err := l.extendRound(ctx, ttl, true)
+		out, err := l.extendRound(ctx, ttl, true)
 		<-l.extendTurn
 		switch {
 		case err == nil:
 			wait, backoff = ttl/3, first
 			continue
-		case certain:
-			l.lose(ctx, err)
+		case out != missed:
+			l.lose(ctx, out, err)
 			return
 		case ctx.Err() != nil:
 			return // stopped: the lock stays valid until its deadline

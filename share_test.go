@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The shares of one lease (a plain lock and its resumed handle, or a
@@ -192,4 +194,51 @@ func TestScriptsNeverShortenAPlainKey(t *testing.T) {
 			t.Errorf("PTTL after extend = %v; want about 1m", pttl)
 		}
 	})
+}
+
+// stuckExtends is a node on which the extend script never answers (its
+// round times out, an uncertain failure) while every other script runs.
+type stuckExtends struct{ redis.Scripter }
+
+func (s stuckExtends) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == extendScript.Hash() {
+		<-ctx.Done()
+		return redis.NewCmdResult(nil, ctx.Err())
+	}
+	return s.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+// A share whose extend fails without a majority saying the key is gone
+// (its round timed out) ends, but leaves the keys to their TTL: releasing
+// them would end the other share's lease on the nodes while that share is
+// still valid. A failed extend of a lock that a majority no longer holds
+// still releases what is left (TestFailedExtendLosesLock).
+func TestFailedExtendOfOneShareKeepsTheOthers(t *testing.T) {
+	var ns []Node
+	for _, n := range nodes(3) {
+		ns = append(ns, stuckExtends{n})
+	}
+	a, err := NewWithNodes(ns, &Options{NodeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("NewWithNodes = %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := newTestClient(t, nodes(3), nil)
+	rival := newTestClient(t, nodes(3), nil)
+	name := "shares-failed-extend"
+	s, err := a.Acquire(t.Context(), name, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("sender's Acquire = %v", err)
+	}
+	r, err := b.Resume(t.Context(), s.Handle(), 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Resume = %v", err)
+	}
+	if err := s.Extend(t.Context(), 10*time.Second); !errors.Is(err, ErrLost) || !errors.Is(err, ErrNodeTimeout) {
+		t.Fatalf("sender's Extend with its extends stuck = %v; want ErrLost from node timeouts", err)
+	}
+	assertRivalRefused(t, rival, name, time.Now().Add(time.Second), r)
+	if err := r.Release(t.Context()); err != nil {
+		t.Errorf("receiver's Release = %v", err)
+	}
 }
