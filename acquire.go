@@ -178,7 +178,9 @@ func (ls *lease) value(attempt int) string {
 // Client's calls of name, between attempts, or in an attempt's round (a
 // try-lock's one round runs to its end). The call then leaves the nodes'
 // queue and returns an error that matches [ErrNotAcquired], and
-// [ErrClosed] in place of ctx's error.
+// [ErrClosed] in place of ctx's error. A lock is returned only if it was
+// won before Close began: an attempt or a release's grant that wins after
+// that is deleted on the nodes again.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
 	if err := checkName(name); err != nil {
 		return nil, err

@@ -181,9 +181,11 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 // abandon at its deadline) is logged and left to finish on its own.
 //
 // Acquire calls in progress stop waiting at once, wherever they wait (see
-// [Client.Acquire]): each takes its entries out of the nodes' queues and
-// returns an error matching [ErrClosed] and [ErrNotAcquired]. Close does
-// not wait for them; each returns within a few node timeouts, at worst.
+// [Client.Acquire]): each takes its entries out of the nodes' queues,
+// deletes what an attempt or a release's grant won for it after Close
+// began, and returns an error matching [ErrClosed] and [ErrNotAcquired].
+// Close does not wait for them; each returns within a few node timeouts,
+// at worst. No lock won after Close began is returned.
 //
 // After Close, Acquire fails with [ErrClosed], and Release waits for every
 // node (or the node timeout), since no straggler could be joined. Close

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +297,188 @@ func TestCloseRacesHolderRelease(t *testing.T) {
 			assertNoEntriesOf(t, ns, key, c.waker.id)
 			assertFree(t, ns, name)
 		})
+	}
+}
+
+// holdAnswers is a go-redis hook that holds the answers to the acquire
+// script (the node has run it) until open is closed, and says when it
+// holds one.
+type holdAnswers struct {
+	holding chan struct{} // one send per answer held, buffered
+	open    chan struct{}
+}
+
+func (h *holdAnswers) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == acquireScript.Hash() {
+			select {
+			case h.holding <- struct{}{}:
+			default: // nobody counts them any more
+			}
+			<-h.open
+		}
+		return err
+	}
+}
+
+func (h *holdAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestCloseReleasesAttemptInFlight: an Acquire attempt whose nodes answer
+// only after Close has begun, granting the lock, does not hand it out: the
+// key is deleted on the nodes and the call returns ErrClosed. For a waiting
+// call, Close ends the round; a try-lock's round runs to its end, and wins.
+func TestCloseReleasesAttemptInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts *AcquireOptions
+	}{
+		{"wait", nil},
+		{"try", &AcquireOptions{Retry: NoRetry()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 3
+			name := "close-in-flight-" + tc.name
+			hook := &holdAnswers{holding: make(chan struct{}, 16), open: make(chan struct{})}
+			clients := make([]redis.UniversalClient, n)
+			for i := range n {
+				rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
+				t.Cleanup(func() { rc.Close() })
+				rc.AddHook(hook)
+				clients[i] = rc
+			}
+			// Loads the script on the nodes: the hook holds EVALSHA only.
+			assertFree(t, nodes(n), name)
+			c := newTestClient(t, clients, nil)
+			open := sync.OnceFunc(func() { close(hook.open) })
+			t.Cleanup(open) // before c.Close: nothing holds its calls then
+
+			results := startAcquires(context.Background(), c, name, 1, tc.opts)
+			for range n { // the attempt has taken the key on every node
+				<-hook.holding
+			}
+			start := time.Now()
+			closed := make(chan struct{})
+			go func() { // owner: the test; joined below
+				defer close(closed)
+				c.Close()
+			}()
+			for !c.isClosed() {
+				runtime.Gosched()
+			}
+			open()
+			collectClosed(t, results, 1, start, func() {})
+			<-closed
+			key, _ := c.Keys(name)
+			assertNoEntriesOf(t, nodes(n), key, c.waker.id)
+			assertFree(t, nodes(n), name)
+		})
+	}
+}
+
+// closeInGrant is a clock that closes its Client the first time takeGrant
+// reads it, and waits until Close has begun: a release's grant then comes
+// to a call just as its Client is being closed.
+type closeInGrant struct {
+	c      *Client
+	once   sync.Once
+	fired  atomic.Bool
+	closed chan struct{} // closed once Close has returned
+}
+
+func (k *closeInGrant) Now() time.Time {
+	if calledFrom("takeGrant") {
+		k.once.Do(func() {
+			k.fired.Store(true)
+			go func() { // owner: the test; joined by <-k.closed
+				defer close(k.closed)
+				k.c.Close()
+			}()
+			for !k.c.isClosed() {
+				runtime.Gosched()
+			}
+		})
+	}
+	return time.Now()
+}
+
+func (k *closeInGrant) AfterFunc(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) }
+
+// calledFrom reports whether a function named fn (a method's name without
+// its receiver) is among the callers.
+func calledFrom(fn string) bool {
+	pc := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "."+fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// TestCloseDropsGrantAfterClose: a release grants the key to a waiting call
+// whose Client's Close begins as the call takes the lock from the grants.
+// The call returns ErrClosed, not a lock, and its grants go. A poll of the
+// waiter may win the key before the grant comes (see
+// TestGrantHandsOffWithoutAnAttempt): the handoff is tried a few times,
+// and must come from the grants at least once.
+func TestCloseDropsGrantAfterClose(t *testing.T) {
+	const tries = 5
+	ctx := context.Background()
+	hits := 0
+	for i := 0; i < tries && hits == 0; i++ {
+		name := fmt.Sprintf("close-grant-%d", i)
+		ns, _, held := holdFair(t, 3, name)
+		c := newTestClient(t, ns, nil)
+		clk := &closeInGrant{c: c, closed: make(chan struct{})}
+		c.clock = clk
+		key, _ := c.Keys(name)
+		// The waiter polls as seldom as a queued waiter may; a long TTL
+		// keeps its wait short enough to take the lock from the grants.
+		opts := &AcquireOptions{Retry: func(int) (time.Duration, bool) { return time.Hour, true }}
+		results := make(chan acquired, 1)
+		go func() { // owner: the test; joined by receiving from results
+			l, err := c.Acquire(ctx, name, time.Minute, opts)
+			results <- acquired{l, err}
+		}()
+		waitQueued(t, c, ns, name, 1)
+		waitSubscribed(t, c, c.releaseChannel(key)+":"+c.waker.id, len(ns))
+		start := time.Now()
+		if err := held.Release(ctx); err != nil {
+			t.Fatalf("holder's Release: %v", err)
+		}
+		var r acquired
+		select {
+		case r = <-results:
+		case <-time.After(time.Minute):
+			t.Fatalf("Acquire still waits a minute after the release")
+		}
+		if !clk.fired.Load() { // a poll took the key: not the case under test
+			if r.err != nil {
+				t.Fatalf("Acquire = %v; want the released lock", r.err)
+			}
+			if err := r.l.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			assertFree(t, ns, name)
+			continue
+		}
+		hits++
+		results <- r
+		collectClosed(t, results, 1, start, func() {})
+		<-clk.closed
+		assertNoEntriesOf(t, ns, key, c.waker.id)
+		assertFree(t, ns, name)
+	}
+	if hits == 0 {
+		t.Fatalf("in %d handoffs the waiter never took the lock from the grants", tries)
 	}
 }
