@@ -155,7 +155,7 @@ func (ls *lease) value(attempt int) string {
 }
 
 // Acquire takes the lock name for ttl on a quorum of the nodes, retrying as
-// opts says until ctx ends. It returns as soon as a quorum has granted it,
+// opts says until ctx ends or the Client is closed. It returns as soon as a quorum has granted it,
 // not waiting for a slow or dead minority.
 //
 // The returned lock is valid until [Lock.ValidUntil]: the TTL less the time
@@ -171,8 +171,16 @@ func (ls *lease) value(attempt int) string {
 // Acquire gives up, its error matches [ErrNotAcquired], and also ctx.Err()
 // when the context ended the wait, and [ErrHeld] when a node reported
 // another holder; a [*QuorumError] in it names each node's answer. Bad
-// arguments give an error at once, and so does a closed Client
-// ([ErrClosed]).
+// arguments give an error at once, and so does a Client closed before the
+// call ([ErrClosed] alone).
+//
+// [Client.Close] ends the call wherever it waits: for its turn among the
+// Client's calls of name, between attempts, or in an attempt's round (a
+// try-lock's one round runs to its end). The call then leaves the nodes'
+// queue and returns an error that matches [ErrNotAcquired], and
+// [ErrClosed] in place of ctx's error. A lock is returned only if it was
+// won before Close began: an attempt or a release's grant that wins after
+// that is deleted on the nodes again.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -201,12 +209,15 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock (the policy allows no retry): a try-lock makes its
-	// one attempt at once.
+	// one attempt at once. A call that may wait stops waiting at Close.
 	leave := func() {}
 	if _, retries := o.Retry(1); retries {
+		var stop func()
+		ctx, stop = c.untilClosed(ctx)
+		defer stop()
 		var err error
 		if leave, err = c.turns.enter(ctx, ls.key); err != nil {
-			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: err, sentinel: ErrNotAcquired}
+			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: c.stopped(ctx), sentinel: ErrNotAcquired}
 			c.observe(Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
 			return nil, err
 		}
@@ -233,6 +244,28 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		l.startWatchdog()
 	}
 	return l, nil
+}
+
+// untilClosed returns ctx, ended also when Close begins, and the func that
+// releases it: every wait of an Acquire call (its local turn, an attempt's
+// round, the pause between attempts) ends at Close. The cleanups after it
+// run regardless of ctx. See stopped for why it ended.
+func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(c.life, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
+}
+
+// stopped returns why an Acquire call must stop: [ErrClosed] once Close has
+// begun, else ctx's error; nil when neither.
+func (c *Client) stopped(ctx context.Context) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return ctx.Err()
 }
 
 // acquire runs the attempts of one Acquire call and reports how many it
@@ -269,7 +302,7 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 	}
 	first := c.clock.Now() // no release can grant the call the key before its first attempt
 	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
+		if err := c.stopped(ctx); err != nil {
 			return nil, attempt - 1, &QuorumError{Op: "acquire", Name: ls.name, Quorum: c.quorum, Attempts: attempt - 1,
 				Nodes: make([]error, len(c.nodes)), Err: err, sentinel: ErrNotAcquired}
 		}
@@ -287,7 +320,7 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 			listenEarly()
 		}
 		qerr.Attempts = attempt
-		if qerr.Err = ctx.Err(); qerr.Err != nil || c.hopeless(qerr) {
+		if qerr.Err = c.stopped(ctx); qerr.Err != nil || c.hopeless(qerr) {
 			return nil, attempt, qerr
 		}
 		delay, ok := o.Retry(attempt)
@@ -327,7 +360,7 @@ func (c *Client) acquire(ctx context.Context, lsp **lease, o *AcquireOptions) (*
 			t.Stop() // a late answer took the key: try again at once
 		case <-ctx.Done():
 			t.Stop()
-			qerr.Err = ctx.Err()
+			qerr.Err = c.stopped(ctx)
 			return nil, attempt, qerr
 		}
 	}

@@ -110,9 +110,11 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 			}
 		}
 		// Success needs a deadline still ahead when we return, not only a
-		// positive validity: the deadline counts from the start.
+		// positive validity: the deadline counts from the start. And an
+		// open Client: once Close has begun, a won attempt fails and is
+		// cleaned up as any other (no lock leaves a closed Client).
 		until := start.Add(v)
-		if ok && c.clock.Now().Before(until) {
+		if ok && c.clock.Now().Before(until) && !c.isClosed() {
 			cl.win()
 			return newLock(c, ls, fence, until, cl), nil
 		}

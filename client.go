@@ -248,13 +248,19 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 // Close stops the client's background work and waits for it. Watchdogs
 // stop at once: their locks stay valid until their deadlines, and can still
 // be extended by hand and released. The subscriptions to release notices
-// end; waits in progress fall back to their retry delays. Node calls still
-// running (the slow minority of a round already decided: straggler
-// releases, late answers and the cleanups these start) are waited for, for
-// at most twice the node timeout: a call started before Close ends within
-// one node timeout, and a cleanup its late answer starts within another.
-// What still runs then (a node that go-redis does not abandon at its
-// deadline) is logged and left to finish on its own.
+// end. Node calls still running (the slow minority of a round already
+// decided: straggler releases, late answers and the cleanups these start)
+// are waited for, for at most twice the node timeout: a call started before
+// Close ends within one node timeout, and a cleanup its late answer starts
+// within another. What still runs then (a node that go-redis does not
+// abandon at its deadline) is logged and left to finish on its own.
+//
+// Acquire calls in progress stop waiting at once, wherever they wait (see
+// [Client.Acquire]): each takes its entries out of the nodes' queues,
+// deletes what an attempt or a release's grant won for it after Close
+// began, and returns an error matching [ErrClosed] and [ErrNotAcquired].
+// Close does not wait for them; each returns within a few node timeouts,
+// at worst. No lock won after Close began is returned.
 //
 // After Close, Acquire fails with [ErrClosed], and Release waits for every
 // node (or the node timeout), since no straggler could be joined. Close

@@ -42,7 +42,8 @@ const grantShare = 10
 // fences being the grants' fences (one per granting node), or nil when
 // they are too few, the wait was too long, or a fence write-back failed: the
 // caller then makes an attempt. first is when the call's first attempt
-// began.
+// began. After Close it returns nil too; the grants go when the call gives
+// up and leaves the queue.
 func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []uint64, first time.Time) *Lock {
 	if len(fences) < c.quorum || ctx.Err() != nil {
 		return nil
@@ -60,7 +61,7 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []ui
 		}
 	}
 	until := first.Add(v)
-	if v <= 0 || !c.clock.Now().Before(until) {
+	if v <= 0 || !c.clock.Now().Before(until) || c.isClosed() {
 		return nil
 	}
 	cl.winGrant()
