@@ -26,8 +26,9 @@ var (
 	// extended or released again.
 	ErrReleased = errors.New("redlock: lock released")
 
-	// ErrClosed: Acquire was called after [Client.Close]. Create a new
-	// Client with [New] to take more locks.
+	// ErrClosed: Acquire (or Resume, Reenter) was called after
+	// [Client.Close], or its wait was ended by Close. Create a new Client
+	// with [New] to take more locks.
 	ErrClosed = errors.New("redlock: client closed: create a new Client with New to acquire locks")
 
 	// ErrHeld: a node answered that another owner holds the lock (a busy
@@ -166,7 +167,7 @@ type QuorumError struct {
 	Validity time.Duration // when the quorum came too late: the validity left (<= 0)
 	Attempts int           // acquire attempts made
 	Nodes    []error       // per node, in node order: nil where the node agreed
-	Err      error         // the caller's context error, if it ended the wait
+	Err      error         // the caller's context error, or ErrClosed, if it ended the wait
 
 	sentinel error
 }

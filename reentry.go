@@ -161,7 +161,7 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	until := start.Add(v)
 	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1}
-	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) {
+	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) && !c.isClosed() {
 		cl.win()
 		l := newLock(c, ls, h.fence, until, cl)
 		ev.Until = until
