@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // grant is one node's answer to the acquire script.
@@ -55,68 +57,71 @@ func grantReply(cmd *redis.Cmd) (grant, error) {
 	return parseGrant(s)
 }
 
-// lateCovered reports whether a late answer of node to one of ls's
+// lateCovered reports whether a late answer of node to one of cl's
 // acquire calls needs no cleanup, because a release of the call follows
 // that acquire on the node: both went through the node's sender, which
 // sends one node's calls in order, and the release deletes any attempt's
 // value of the call.
-func (c *Client) lateCovered(ls *lease, node int) bool {
-	return c.nodes[node].send != nil && ls.releaseQueued.Load()
+func (c *Client) lateCovered(cl *call, node int) bool {
+	return c.links[node].Sender != nil && cl.releaseQueued.Load()
 }
 
-// try makes attempt number attempt of the call.
-func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lock, *QuorumError) {
+// granted accepts a node that granted the lock.
+func granted(g grant, err error) bool { return err == nil && g.ok }
+
+// try makes attempt number attempt of the call cl, in its place w in the
+// waiting order.
+func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lock, *QuorumError) {
+	ls := cl.ls
 	start := c.clock.Now()
 	value := ls.value(attempt)
 	cl.begin(attempt)
-	r := scriptRound(ctx, c, c.quorum, ls.timeout, ls.acquireRequest(value).observed(EventAcquire, ls.name), nil,
-		grantReply,
-		func(g grant, err error) bool { return err == nil && g.ok },
-		func(rp reply[grant]) {
-			if (rp.err != nil || rp.val.ok) && cl.lateAnswer(attempt, rp.node) && !c.lateCovered(ls, rp.node) {
-				c.cleanup(ctx, ls, value, []int{rp.node})
-				if rp.err == nil && !ls.queueDone.Load() {
+	r := sendRound(ctx, c, ls.acquireRequest(w, value), observed(c, &transport.Spec[grant]{
+		Need: c.quorum, PerNode: ls.timeout, Parse: grantReply, Accept: granted,
+		Late: func(rp transport.Reply[grant]) {
+			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) && !c.lateCovered(cl, rp.Node) {
+				c.cleanup(ctx, ls, value, []int{rp.Node})
+				if rp.Err == nil && !w.done.Load() {
 					cl.lateWin() // after the cleanup: the next attempt finds the key free
 				}
 			}
-			if rp.err != nil || !rp.val.ok {
-				c.lateQueued(ctx, ls, rp.node)
+			if rp.Err != nil || !rp.Val.ok {
+				c.lateQueued(ctx, ls, w, rp.Node)
 			}
-		})
+		}}, EventAcquire, ls.name))
 
 	v := validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
 	// What the error says if the attempt fails: made only then.
-	op, agreed := "acquire", r.ok
+	op, agreed := "acquire", r.OK
 	var nodes []error // a failed write-back's
 
-	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil {
+	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
 		if ls.fenceArg == "1" {
 			var buf [8]uint64
-			granted := buf[:0]
-			for i, rp := range r.replies {
-				if r.answered[i] && rp.err == nil && rp.val.ok {
-					granted = append(granted, rp.val.fence)
+			fences := buf[:0]
+			for i, rp := range r.Replies {
+				if r.Answered[i] && rp.Err == nil && rp.Val.ok {
+					fences = append(fences, rp.Val.fence)
 				}
 			}
-			var wb *round[int64]
-			if fence, v, wb = c.settleFence(ctx, ls, granted, start, v); wb != nil {
+			var wb *transport.Round[int64]
+			if fence, v, wb = c.settleFence(ctx, ls, fences, start); wb != nil {
 				ok = false
-				op, agreed = "fence write-back", wb.ok
-				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), func(int64) error { return nil })
+				op, agreed = "fence write-back", wb.OK
+				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), noRefusal[int64])
 			} else {
 				ok = v > 0
 			}
 		}
 		// Success needs a deadline still ahead when we return, not only a
-		// positive validity: the deadline counts from the start. And an
-		// open Client: once Close has begun, a won attempt fails and is
-		// cleaned up as any other (no lock leaves a closed Client).
+		// positive validity: the deadline counts from the start. A Client
+		// closed meanwhile hands out no lock: the attempt is undone below.
 		until := start.Add(v)
 		if ok && c.clock.Now().Before(until) && !c.isClosed() {
 			cl.win()
-			return newLock(c, ls, fence, until, cl), nil
+			return newLock(c, cl, fence, until), nil
 		}
 		if ok {
 			v = until.Sub(c.clock.Now())
@@ -134,14 +139,14 @@ func (c *Client) try(ctx context.Context, cl *call, ls *lease, attempt int) (*Lo
 		})
 	}
 
-	ls.queued(c.quorum, r)
+	w.queued(c.quorum, r)
 
 	// Failed: clean up where this attempt may have set the key. Nodes that
 	// said "held" hold nothing of this attempt's; nodes still pending clean
 	// up after themselves when they answer.
 	var mine []int
-	for i, rp := range r.replies {
-		if r.answered[i] && (rp.err != nil || rp.val.ok) {
+	for i, rp := range r.Replies {
+		if r.Answered[i] && (rp.Err != nil || rp.Val.ok) {
 			mine = append(mine, i)
 		}
 	}

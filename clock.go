@@ -42,3 +42,8 @@ func drift(ttl time.Duration, factor float64) time.Duration {
 func validity(ttl, elapsed time.Duration, factor float64) time.Duration {
 	return ttl - elapsed - drift(ttl, factor)
 }
+
+// nodeTimeout is the per-node timeout for a round under a lease of ttl.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
+}

@@ -237,30 +237,3 @@ func permanent(err error) bool {
 	}
 	return false
 }
-
-// nodeErrorsOf turns a round's answers into one error per node (nil where the
-// node agreed), naming the node.
-func nodeErrorsOf[T any](c *Client, r *round[T], timeout time.Duration, refused func(T) error) []error {
-	errs := make([]error, len(r.replies))
-	for i, rp := range r.replies {
-		var err error
-		switch {
-		case !r.answered[i] && r.timedOut:
-			err = nodeTimeoutError{after: timeout}
-		case !r.answered[i]:
-			err = notAwaitedError{ctxEnded: r.ctxEnded}
-		case rp.err == nil: // the common case: no error to look into
-			err = refused(rp.val)
-		case redis.HasErrorPrefix(rp.err, "BADCOUNTER"):
-			err = badCounterError{rp.err}
-		case deniedByACL(rp.err):
-			err = aclError{rp.err}
-		default:
-			err = rp.err
-		}
-		if err != nil {
-			errs[i] = &NodeError{Node: i, Addr: c.nodes[i].addr, Err: err}
-		}
-	}
-	return errs
-}

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Extend resets the lease to ttl on a quorum of the nodes, on the nodes
@@ -36,7 +38,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if out, err := l.extendRound(ctx, ttl, false); err != nil {
+	out, ev, err := l.extendRound(ctx, ttl)
+	l.c.observe(ev)
+	if err != nil {
 		// The keys are released even if ctx ended meanwhile.
 		l.lose(context.WithoutCancel(ctx), out, err)
 		return l.Err()
@@ -57,10 +61,10 @@ const (
 // extendRound runs one extend round of ttl on every node and moves the
 // deadline if a quorum extended in time. It returns a nil error on success;
 // otherwise the round's error (matching ErrLost) and what it says of the
-// lease. A failed round never moves the deadline later; it moves it
+// lease; and the round's event, for the caller to report. A failed round never moves the deadline later; it moves it
 // earlier only when the nodes that did extend, with a ttl shorter than what
 // is left, will drop the key sooner. The caller holds extendTurn.
-func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (extendOutcome, error) {
+func (l *Lock) extendRound(ctx context.Context, ttl time.Duration) (extendOutcome, Event, error) {
 	c := l.c
 	start := c.clock.Now()
 	timeout := c.nodeTimeout(ttl)
@@ -68,10 +72,8 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (e
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := scriptRound(ctx, c, c.quorum, timeout, l.ls.extendRequest(ttlArg).observed(EventExtend, l.ls.name), nil,
-		int64Reply,
-		func(v int64, err error) bool { return err == nil && v == 1 },
-		nil)
+	r := sendRound(ctx, c, l.ls.extendRequest(ttlArg), observed(c, &transport.Spec[int64]{
+		Need: c.quorum, PerNode: timeout, Parse: int64Reply, Accept: isOne}, EventExtend, l.ls.name))
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	candidate := start.Add(v)
@@ -87,14 +89,14 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (e
 		// The deadline passed before the round returned (its timer may not
 		// have run yet): the lease had a gap, so the lock is lost.
 		err, out = l.extendError(ctx, r, timeout, v), expired
-	case r.ok >= c.quorum && now.Before(candidate) && ctx.Err() == nil:
+	case r.OK >= c.quorum && now.Before(candidate) && ctx.Err() == nil:
 		l.setDeadlineLocked(candidate)
 		l.cause = nil
 	default:
 		err, out = l.extendError(ctx, r, timeout, v), missed
 		notOurs := 0
-		for i, rp := range r.replies {
-			if r.answered[i] && rp.err == nil && rp.val != 1 {
+		for i, rp := range r.Replies {
+			if r.Answered[i] && rp.Err == nil && rp.Val != 1 {
 				notOurs++
 			}
 		}
@@ -120,15 +122,14 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration, auto bool) (e
 		until = time.Time{}
 	}
 	l.mu.Unlock()
-	c.observe(Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence,
-		Start: start, End: now, Until: until, Auto: auto, Err: err})
-	return out, err
+	return out, Event{Kind: EventExtend, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence,
+		Start: start, End: now, Until: until, Err: err}, err
 }
 
 // extendError describes a failed extend round.
-func (l *Lock) extendError(ctx context.Context, r *round[int64], timeout, v time.Duration) *QuorumError {
+func (l *Lock) extendError(ctx context.Context, r *transport.Round[int64], timeout, v time.Duration) *QuorumError {
 	c := l.c
-	return &QuorumError{Op: "extend", Name: l.ls.name, Quorum: c.quorum, Agreed: r.ok, Validity: v,
+	return &QuorumError{Op: "extend", Name: l.ls.name, Quorum: c.quorum, Agreed: r.OK, Validity: v,
 		Nodes: nodeErrorsOf(c, r, timeout, func(v int64) error {
 			if v == 1 {
 				return nil
@@ -145,90 +146,6 @@ func (l *Lock) extendError(ctx context.Context, r *round[int64], timeout, v time
 // on them, and no share may cut another's lease short.
 func (l *Lock) lose(ctx context.Context, out extendOutcome, err error) {
 	if l.end(err, 0) && out == gone {
-		l.c.releaseAll(ctx, l.ls)
-	}
-}
-
-// startWatchdog extends the lock by its TTL every TTL/3 until it ends, in a
-// goroutine the Client owns. Release and Client.Close stop it.
-func (l *Lock) startWatchdog() {
-	ctx, stop := context.WithCancel(l.c.life)
-	l.stopWatch, l.watchDone = stop, make(chan struct{})
-	l.c.goes.Go(func() {
-		defer close(l.watchDone)
-		l.watch(ctx)
-	})
-}
-
-// stopWatchdog stops the watchdog, if any, and waits for it. That is
-// prompt: a round in flight is cancelled, and its round returns without
-// waiting for the nodes (their calls finish in the Client's goroutines).
-func (l *Lock) stopWatchdog() {
-	if l.stopWatch != nil {
-		l.stopWatch()
-		<-l.watchDone
-	}
-}
-
-// watch is the watchdog; it runs until ctx ends (Release, Client.Close) or
-// the lock does. A round that misses its quorum (a blip: a node
-// restarting, a slow link) is retried with a jittered, growing delay, as
-// long as a round can still finish before the deadline; the lock is lost
-// only when a majority says the key is not ours or the deadline passes
-// (the deadline timer ends it, with the last round's error as its cause).
-func (l *Lock) watch(ctx context.Context) {
-	ttl := l.ls.ttl
-	first := max(ttl/30, 5*time.Millisecond)
-	wait, backoff := ttl/3, first
-	for {
-		if !l.sleep(ctx, wait) {
-			return
-		}
-		select {
-		case l.extendTurn <- struct{}{}:
-		case <-ctx.Done():
-			return
-		case <-l.done:
-			return
-		}
-		out, err := l.extendRound(ctx, ttl, true)
-		<-l.extendTurn
-		switch {
-		case err == nil:
-			wait, backoff = ttl/3, first
-			continue
-		case out != missed:
-			l.lose(ctx, out, err)
-			return
-		case ctx.Err() != nil:
-			return // stopped: the lock stays valid until its deadline
-		}
-		wait, backoff = jitter(backoff), min(2*backoff, ttl/6)
-		// The last round must be able to finish before the deadline.
-		if left := l.ValidUntil().Sub(l.c.clock.Now()) - l.ls.timeout; wait > left {
-			if left <= 0 {
-				return // the deadline timer ends the lock, with err as its cause
-			}
-			wait = left
-		}
-		l.c.warn("redlock: watchdog extend missed its quorum; retrying before the deadline",
-			"lock", l.ls.name, "retry_in", wait, "until", l.ValidUntil(), "err", err)
-	}
-}
-
-// sleep waits d on the client's clock and reports whether the watchdog
-// should go on: false once the lock ended or ctx did.
-func (l *Lock) sleep(ctx context.Context, d time.Duration) bool {
-	tick := make(chan struct{})
-	t := l.c.clock.AfterFunc(d, func() { close(tick) })
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	case <-l.done:
-		t.Stop()
-		return false
-	case <-tick:
-		return true
+		l.c.releaseAll(ctx, l.call)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // fencePlan is what phase 1 of a fenced acquisition decided.
@@ -39,30 +41,27 @@ func planFence(granted []uint64, quorum int) fencePlan {
 	return fencePlan{fence: f, writeBack: atF < quorum}
 }
 
-// writeBackFence raises the fence counter of key to at least f on every node
-// and reports whether a quorum acknowledged it. It never lowers a counter.
-func (c *Client) writeBackFence(ctx context.Context, counterKey string, f uint64, timeout time.Duration) *round[int64] {
-	arg := strconv.FormatUint(f, 10)
-	return fanout(ctx, &c.goes, len(c.nodes), c.quorum, timeout,
-		func(ctx context.Context, i int) (int64, error) {
-			return fenceScript.Run(ctx, c.nodes[i].client, []string{counterKey}, arg).Int64()
-		},
-		func(v int64, err error) bool { return err == nil && v == 1 },
-		nil)
+// writeBackFence raises ls's fence counter to at least f on every node and
+// returns the round, which needs a quorum of acknowledgements. It never
+// lowers a counter.
+func (c *Client) writeBackFence(ctx context.Context, ls *lease, f uint64, timeout time.Duration) *transport.Round[int64] {
+	return sendRound(ctx, c, ls.fenceRequest(strconv.FormatUint(f, 10)), &transport.Spec[int64]{
+		Need: c.quorum, PerNode: timeout, Parse: int64Reply, Accept: isOne})
 }
 
-// settleFence picks the fence of an acquisition of ls whose granting nodes
-// returned the counters granted, and writes it back to a quorum when
-// planFence asks for it, recounting the validity v from start after that
-// round. failed is the write-back round when it missed its quorum (the
-// acquisition fails), and nil otherwise. An attempt (try) and the grants of
-// releases (takeGrant) settle their fences alike.
-func (c *Client) settleFence(ctx context.Context, ls *lease, granted []uint64, start time.Time, v time.Duration) (fence uint64, _ time.Duration, failed *round[int64]) {
+// settleFence picks the fence of an acquisition of ls that began at start,
+// whose granting nodes returned the counters granted, and writes it back to
+// a quorum when planFence asks for it. It returns the fence and the
+// acquisition's validity after that; failed is the write-back round when it
+// missed its quorum (the acquisition fails), and nil otherwise. An attempt
+// (try) and the grants of releases (takeGrant) settle their fences alike.
+func (c *Client) settleFence(ctx context.Context, ls *lease, granted []uint64, start time.Time) (fence uint64, v time.Duration, failed *transport.Round[int64]) {
 	plan := planFence(granted, c.quorum)
+	v = validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor)
 	if !plan.writeBack {
 		return plan.fence, v, nil
 	}
-	if wb := c.writeBackFence(ctx, ls.fenceKey, plan.fence, min(ls.timeout, v)); wb.ok < c.quorum {
+	if wb := c.writeBackFence(ctx, ls, plan.fence, min(ls.timeout, v)); wb.OK < c.quorum {
 		return plan.fence, v, wb
 	}
 	return plan.fence, validity(ls.ttl, c.clock.Now().Sub(start), c.opts.DriftFactor), nil

@@ -2,17 +2,10 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed force_release.lua
-	forceReleaseSrc    string
-	forceReleaseScript = redis.NewScript(forceReleaseSrc)
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Broken is what [Client.ForceRelease] deleted on one node.
@@ -45,14 +38,8 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	key, _ := c.Keys(name)
-	q, qt := queueKeys(key)
-	channel := c.releaseChannel(key)
-	r := fanout(ctx, &c.goes, len(c.nodes), 0, c.opts.NodeTimeout,
-		func(ctx context.Context, i int) ([]any, error) {
-			return forceReleaseScript.Run(ctx, c.nodes[i].client, []string{key, q, qt}, channel).Slice()
-		},
-		func([]any, error) bool { return true }, nil)
+	r := sendRound(ctx, c, forceRequest(keysOf(c.opts.KeyPrefix, name)), &transport.Spec[[]any]{
+		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	out := make([]Broken, len(c.nodes))
 	errs := nodeErrorsOf(c, r, c.opts.NodeTimeout, func(v []any) error {
 		if len(v) != 2 {
@@ -66,8 +53,8 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 		if b.Err != nil {
 			continue
 		}
-		kind, _ := r.replies[i].val[0].(string)
-		b.Token, _ = r.replies[i].val[1].(string)
+		kind, _ := r.Replies[i].Val[0].(string)
+		b.Token, _ = r.Replies[i].Val[1].(string)
 		b.Deleted, b.Reentrant = kind != "none", kind == "reentrant"
 	}
 	var failed []error

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Handoff by grant (docs/design.md, "Waiting in order"). When a release
@@ -38,13 +40,13 @@ import (
 // holder does: until the TTL.
 const grantShare = 10
 
-// takeGrant returns the lock that the releases' grants to the call made,
-// fences being the grants' fences (one per granting node), or nil when
-// they are too few, the wait was too long, or a fence write-back failed: the
-// caller then makes an attempt. first is when the call's first attempt
-// began. After Close it returns nil too; the grants go when the call gives
-// up and leaves the queue.
-func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []uint64, first time.Time) *Lock {
+// takeGrant returns the lock that the releases' grants to the call cl
+// made, fences being the grants' fences (one per granting node), or nil
+// when they are too few, the wait was too long, a fence write-back failed
+// or the Client was closed: the caller then makes an attempt. first is when
+// the call's first attempt began.
+func (c *Client) takeGrant(ctx context.Context, cl *call, fences []uint64, first time.Time) *Lock {
+	ls := cl.ls
 	if len(fences) < c.quorum || ctx.Err() != nil {
 		return nil
 	}
@@ -55,8 +57,8 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []ui
 	v := validity(ls.ttl, elapsed, c.opts.DriftFactor)
 	var fence uint64
 	if ls.fenceArg == "1" {
-		var failed *round[int64]
-		if fence, v, failed = c.settleFence(ctx, ls, fences, first, v); failed != nil {
+		var failed *transport.Round[int64]
+		if fence, v, failed = c.settleFence(ctx, ls, fences, first); failed != nil {
 			return nil
 		}
 	}
@@ -65,35 +67,32 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, ls *lease, fences []ui
 		return nil
 	}
 	cl.winGrant()
-	return newLock(c, ls, fence, until, cl)
+	return newLock(c, cl, fence, until)
 }
 
-// split ends the call of ls as if it gave up, and returns the lease of a
-// new call that takes its place in the waiting order (the same priority)
-// and its local turn. It is for a call whose attempt failed while releases
-// had granted it the key on some nodes: the nodes granted the key to
-// different waiters (a waiter's entry reached a node after a release there
-// had picked the next head), and every grant stays while its call waits,
-// since the call may count it from its notice; no waiter reaches a quorum,
-// and none would give way. Leaving the queue takes the call's grants away
-// (queue_leave.lua) and hands the key on; its late notices no longer name
-// a waiting call. The new call starts afresh: its validity counts from its
-// own first attempt.
-func (c *Client) split(ctx context.Context, ls *lease) *lease {
-	ls.gaveUp.Store(true) // before queueDone: see lateQueued
-	ls.queueDone.Store(true)
-	c.leaveQueue(ctx, ls)
-	nls := c.newLease(ls.name, ls.ttl, ls.fenceArg == "1")
-	if ls.hold != "" { // (only a plain lock's waiter is granted the key)
-		nls.hold, nls.meta = nls.token, ls.meta
-	}
-	nls.enqueue(ls.mode, c.clock.Now(), c.waker.id)
-	nls.priority = ls.priority
+// split ends the call as if it gave up, and makes a new call take its place
+// in the waiting order (the same priority) and its local turn. It is for a
+// call whose attempt failed while releases had granted it the key on some
+// nodes: the nodes granted the key to different waiters (a waiter's entry
+// reached a node after a release there had picked the next head), and
+// every grant stays while its call waits, since the call may count it from
+// its notice; no waiter reaches a quorum, and none would give way. Leaving
+// the queue takes the call's grants away (queue_leave.lua) and hands the key
+// on; its late notices no longer name a waiting call. The new call starts
+// afresh: its validity counts from its own first attempt.
+func (a *acquisition) split(ctx context.Context) {
+	c, ls, w := a.c, a.cl.ls, a.w
+	w.gaveUp.Store(true) // before done: see lateQueued
+	w.done.Store(true)
+	c.leaveQueue(ctx, ls, w)
+	nls := c.newLease(ls.name, ls.ttl, leaseSpec{fenced: ls.fenceArg == "1", reentrant: ls.hold != "", meta: ls.meta})
+	ncl := newCall(nls)
+	ncl.leaveTurn, ncl.retry = a.cl.leaveTurn, a.cl.retry
+	nw := newWaiter(nls, w.mode, c.clock.Now(), c.waker.id)
+	nw.priority = w.priority
 	// Its next attempt comes after the policy's first delay, as a head's
 	// does: the other waiters of the split start over too, and their
 	// jittered attempts reach the nodes one after the other.
-	nls.headAttempts = 1
-	nls.acquireCall.leaveTurn = ls.acquireCall.leaveTurn
-	nls.acquireCall.retry = ls.acquireCall.retry
-	return nls
+	nw.headAttempts = 1
+	a.cl, a.w, a.first = ncl, nw, c.clock.Now()
 }

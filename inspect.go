@@ -2,19 +2,12 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed inspect.lua
-	inspectSrc    string
-	inspectScript = redis.NewScript(inspectSrc)
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // NodeState is what one node says about a lock, as [Client.Inspect] reads it.
@@ -67,17 +60,13 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	key, fenceKey := c.Keys(name)
-	r := fanout(ctx, &c.goes, len(c.nodes), 0, c.opts.NodeTimeout,
-		func(ctx context.Context, i int) ([]any, error) {
-			return inspectScript.Run(ctx, c.nodes[i].client, []string{key, fenceKey}).Slice()
-		},
-		func([]any, error) bool { return true }, nil)
+	r := sendRound(ctx, c, inspectRequest(keysOf(c.opts.KeyPrefix, name)), &transport.Spec[[]any]{
+		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	st := &LockState{Name: name, Quorum: c.quorum, Nodes: make([]NodeState, len(c.nodes))}
-	errs := nodeErrorsOf(c, r, c.opts.NodeTimeout, func([]any) error { return nil })
+	errs := nodeErrorsOf(c, r, c.opts.NodeTimeout, noRefusal[[]any])
 	count := map[string]int{}
 	free := 0
 	for i := range c.nodes {
@@ -88,7 +77,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 			continue
 		}
 		ns.Reachable = true
-		if err := ns.read(r.replies[i].val); err != nil {
+		if err := ns.read(r.Replies[i].Val); err != nil {
 			ns.Err = &NodeError{Node: i, Addr: ns.Addr, Err: err}
 			continue
 		}

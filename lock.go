@@ -15,9 +15,9 @@ import (
 // succeeded first, when the lock is released, or when it is lost.
 type Lock struct {
 	c          *Client
-	ls         *lease
+	ls         *lease // read only
 	fence      uint64
-	call       *call
+	call       *call              // the call that won it: its late answers and local turn
 	done       chan struct{}      // closed when the lock ends (released or lost)
 	extendTurn chan struct{}      // buffered 1: holding its slot serialises extend rounds, so deadlines move in order
 	stopWatch  context.CancelFunc // stops the watchdog and cancels its round in flight; nil without one
@@ -34,8 +34,9 @@ type Lock struct {
 	nextCtx  int                             // key of the next entry in contexts
 }
 
-func newLock(c *Client, ls *lease, fence uint64, until time.Time, cl *call) *Lock {
-	l := &Lock{c: c, ls: ls, fence: fence, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
+// newLock returns the lock that call cl won, with fence, valid until until.
+func newLock(c *Client, cl *call, fence uint64, until time.Time) *Lock {
+	l := &Lock{c: c, ls: cl.ls, fence: fence, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
 		contexts: map[int]context.CancelCauseFunc{}}
 	l.mu.Lock()
 	l.setDeadlineLocked(until)

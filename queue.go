@@ -2,11 +2,11 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"strconv"
+	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // The waiting order (docs/design.md, "Waiting in order"). Every node keeps,
@@ -30,8 +30,9 @@ import (
 // that gives up (its ctx ended, its retry policy ran out) leaves at once
 // (leaveQueue), and a late answer that queued it after that is undone
 // (lateQueued); the queue keys also expire queueTTL after the last entry was
-// refreshed, so nothing is left behind. The holder's entry stays until its release removes it, so
-// an attempt that won only some nodes keeps its place on all of them.
+// refreshed, so nothing is left behind. The holder's entry stays until its
+// release removes it, so an attempt that won only some nodes keeps its place
+// on all of them.
 const (
 	queueTTL     = time.Second
 	queueRefresh = queueTTL / 4
@@ -44,66 +45,54 @@ const (
 	queueBarge = "barge" // ignores the queue (AcquireOptions.Barging)
 )
 
-//go:embed queue_leave.lua
-var queueLeaveSrc string
-
-var queueLeaveScript = redis.NewScript(queueLeaveSrc)
-
 // queueTTLArg is queueTTL as the acquire script takes it.
 var queueTTLArg = millis(queueTTL)
 
-// queueKeys returns the queue and its expiries for lock key (same hash slot:
-// the {name} tag is in key).
-func queueKeys(key string) (queue, expiries string) { return key + ":q", key + ":qt" }
+// waiter is one Acquire call's place in the waiting order: fixed when the
+// call starts (mode, member, priority), what its last attempt learnt of
+// the queue, and whether it still waits. It belongs to the call's wait
+// loop; late answers of its attempts read member and the two flags.
+type waiter struct {
+	mode      string // queueWait, queueTry or queueBarge
+	member    string // queueWait: the call's entry, "<token>:<client>", and ":<ttl>:<fence>" when grantable
+	grantable bool   // a release may grant the call the key (release.lua): a plain lock's waiter
+	priority  string // queueWait: the call's rank in the queue, alike on every node
 
-// queueMode picks how a call with options o uses the queue.
-func queueMode(o *AcquireOptions) string {
-	switch _, retries := o.Retry(1); {
-	case o.Barging:
-		return queueBarge
-	case !retries:
-		return queueTry
-	}
-	return queueWait
+	gaveUp atomic.Bool // the call failed: its grants go when it leaves the queue
+	done   atomic.Bool // the call no longer waits: it won or gave up
+
+	behind       bool // the last attempt found another waiter first on a quorum (queued)
+	headAttempts int  // failed attempts in a row not behind another waiter (queued)
+	promoted     bool // the last attempt made the call the head of a free key (queued)
 }
 
-// enqueue fixes how the call of ls uses the queue, and its priority: its
-// start of contention, as every node will compare it.
-func (ls *lease) enqueue(mode string, start time.Time, client string) {
-	ls.mode = mode
+// newWaiter fixes how the call of ls uses the queue, in mode, and its
+// priority: its start of contention, as every node will compare it.
+func newWaiter(ls *lease, mode string, start time.Time, client string) *waiter {
+	w := &waiter{mode: mode}
 	if mode == queueWait { // only a waiting call has an entry of its own
-		ls.member = ls.token + ":" + client
+		w.member = ls.token + ":" + client
 		if ls.hold == "" {
 			// A plain lock's waiter tells the nodes its TTL and fencing,
 			// so that a release can grant it the key (release.lua).
-			ls.grantable = true
-			ls.member += ":" + ls.ttlArg + ":" + ls.fenceArg
+			w.grantable = true
+			w.member += ":" + ls.ttlArg + ":" + ls.fenceArg
 		}
-		ls.priority = strconv.FormatInt(start.UnixMicro(), 10)
+		w.priority = strconv.FormatInt(start.UnixMicro(), 10)
 	}
+	return w
 }
 
-// acquireRequest returns the acquire script's call for attempt value: the
-// value, then what enqueue fixed for every attempt of the call. A call
-// that does not queue (and a lease made without enqueue) barges, and sends
-// neither the queue keys nor the queue arguments, unless the re-entrant
-// form needs them at their places.
-func (ls *lease) acquireRequest(value string) *request {
-	keys := []string{ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey}
-	reentrant := ls.hold != ""
+// queueMode picks how a call with options o uses the queue; try tells a
+// try-lock (a policy that allows no retry).
+func queueMode(o *AcquireOptions, try bool) string {
 	switch {
-	case ls.mode == queueWait && reentrant:
-		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, ls.member, ls.priority, queueTTLArg, ls.meta)
-	case ls.mode == queueWait:
-		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, ls.member, ls.priority, queueTTLArg)
-	case ls.mode == queueTry && reentrant: // never queues: needs no entry of its own
-		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.meta)
-	case ls.mode == queueTry:
-		return newRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
-	case reentrant:
-		return newRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.meta)
+	case o.Barging:
+		return queueBarge
+	case try:
+		return queueTry
 	}
-	return newRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
+	return queueWait
 }
 
 // queued notes, after a failed attempt, whether a quorum of the nodes put
@@ -111,24 +100,24 @@ func (ls *lease) acquireRequest(value string) *request {
 // key (rank 0, TTL 0): it queued just then ahead of the waiter the nodes had
 // been keeping the key for (whose entry had expired and been dropped, or a
 // client with a slower clock), and its next attempt wins.
-func (ls *lease) queued(quorum int, r *round[grant]) {
+func (w *waiter) queued(quorum int, r *transport.Round[grant]) {
 	behind, head := 0, 0
-	for i, rp := range r.replies {
-		if !r.answered[i] || rp.err != nil || rp.val.ok {
+	for i, rp := range r.Replies {
+		if !r.Answered[i] || rp.Err != nil || rp.Val.ok {
 			continue
 		}
 		switch {
-		case rp.val.rank > 0:
+		case rp.Val.rank > 0:
 			behind++
-		case rp.val.rank == 0 && rp.val.pttl == 0:
+		case rp.Val.rank == 0 && rp.Val.pttl == 0:
 			head++
 		}
 	}
-	ls.behind, ls.promoted = behind >= quorum, head >= quorum
-	if ls.behind {
-		ls.headAttempts = 0
+	w.behind, w.promoted = behind >= quorum, head >= quorum
+	if w.behind {
+		w.headAttempts = 0
 	} else {
-		ls.headAttempts++
+		w.headAttempts++
 	}
 }
 
@@ -142,55 +131,56 @@ func (ls *lease) queued(quorum int, r *round[grant]) {
 // backoff starts over (the delay of its first, second ... attempt as the
 // head): its polls are the fallback for a lost notice, and the waits it
 // spent behind others say nothing about how long the holder will take.
-func (ls *lease) waitDelay(delay time.Duration, policy RetryPolicy, woken func() bool) time.Duration {
+func (w *waiter) waitDelay(delay time.Duration, policy RetryPolicy, woken func() bool) time.Duration {
 	switch {
-	case ls.mode != queueWait:
+	case w.mode != queueWait:
 		return delay
-	case ls.promoted:
+	case w.promoted:
 		return 0
-	case ls.behind && woken():
+	case w.behind && woken():
 		return queueRefresh
-	case ls.behind:
+	case w.behind:
 		return min(delay, queueRefresh)
 	}
-	if d, ok := policy(ls.headAttempts); ok && ls.headAttempts > 0 {
+	if d, ok := policy(w.headAttempts); ok && w.headAttempts > 0 {
 		delay = min(delay, d)
 	}
 	return min(delay, queueRefresh)
 }
 
-// wakeOn returns the channel a waiting call listens on and the id it is
-// woken by. A queued call listens on its Client's own channel for the name
-// (the release announces the head, by its queue entry, to the head's Client
-// only: one notice per node, not one per node and subscribed Client); a
-// barging call on the name's channel, id "" (woken when nobody queues).
-func (c *Client) wakeOn(ls *lease) (channel, id string) {
-	if ls.mode == queueWait {
-		return ls.channel + ":" + c.waker.id, ls.member
+// wakeOn returns the channel a waiting call of ls listens on and the id it
+// is woken by. A queued call listens on its Client's own channel for the
+// name (the release announces the head, by its queue entry, to the head's
+// Client only: one notice per node, not one per node and subscribed
+// Client); a barging call on the name's channel, id "" (woken when nobody
+// queues).
+func (c *Client) wakeOn(ls *lease, w *waiter) (channel, id string) {
+	if w.mode == queueWait {
+		return ls.keys.channel + ":" + c.waker.id, w.member
 	}
-	return ls.channel, ""
+	return ls.keys.channel, ""
 }
 
 // lateQueued handles a late answer from node that may have queued the call
 // (a refusal, or an error whose script may have run): if the call no longer
 // waits (it won or gave up), the entry is taken out again, as no release or
 // leaveQueue that ran before it could have removed it.
-func (c *Client) lateQueued(ctx context.Context, ls *lease, node int) {
-	if ls.mode != queueWait || !ls.queueDone.Load() {
+func (c *Client) lateQueued(ctx context.Context, ls *lease, w *waiter, node int) {
+	if w.mode != queueWait || !w.done.Load() {
 		return
 	}
-	c.leaveNodes(ctx, ls, func(i int) bool { return i == node })
+	c.leaveNodes(ctx, ls, w, func(i int) bool { return i == node })
 }
 
 // leaveQueue takes the call's entry out of the queue on every node, best
 // effort, waiting for them or the per-node timeout even if ctx has ended: a
 // call that gave up must not keep the others waiting behind it. A release's
-// grant to the call goes with it (the caller set ls.gaveUp).
-func (c *Client) leaveQueue(ctx context.Context, ls *lease) {
-	if ls.mode != queueWait {
+// grant to the call goes with it (the caller set w.gaveUp).
+func (c *Client) leaveQueue(ctx context.Context, ls *lease, w *waiter) {
+	if w.mode != queueWait {
 		return
 	}
-	c.leaveNodes(ctx, ls, func(int) bool { return true })
+	c.leaveNodes(ctx, ls, w, func(int) bool { return true })
 }
 
 // leaveNodes runs the queue-leave script for the call of ls on the nodes
@@ -198,16 +188,15 @@ func (c *Client) leaveQueue(ctx context.Context, ls *lease) {
 // ended. It goes through the nodes' senders, behind the call's attempts:
 // an attempt still waiting to be sent when the call gave up reaches the
 // node before the leave, so it cannot put the entry back after it.
-func (c *Client) leaveNodes(ctx context.Context, ls *lease, which func(i int) bool) {
+func (c *Client) leaveNodes(ctx context.Context, ls *lease, w *waiter, which func(i int) bool) {
 	sel := make([]bool, len(c.nodes))
 	for i := range sel {
 		sel[i] = which(i)
 	}
 	gaveUp := "0" // a call that won keeps the grants: they are its lock
-	if ls.gaveUp.Load() {
+	if w.gaveUp.Load() {
 		gaveUp = "1"
 	}
-	req := newRequest(queueLeaveScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.member, ls.channel, gaveUp)
-	scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, req, sel,
-		int64Reply, func(int64, error) bool { return true }, nil)
+	sendRound(context.WithoutCancel(ctx), c, ls.leaveRequest(w, gaveUp), &transport.Spec[int64]{
+		PerNode: ls.timeout, Which: sel, Parse: int64Reply, Accept: anyAnswer[int64]})
 }

@@ -2,14 +2,10 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // The re-entrant form of a lock (docs/design.md, "Re-entry and resume").
@@ -30,61 +26,8 @@ import (
 // the last one. A node that missed the add of a hold has nothing to remove,
 // so a quorum that granted a hold keeps the key until that hold is released
 // or the TTL ends: no node frees the lock early on a quorum.
-var (
-	//go:embed hold_extend.lua
-	holdExtendSrc string
-	//go:embed hold_release.lua
-	holdReleaseSrc string
-
-	holdExtendScript  = redis.NewScript(holdExtendSrc)
-	holdReleaseScript = redis.NewScript(handOnSrc + holdReleaseSrc) // its dropDead
-)
-
-// MaxMetadataLen is the longest [AcquireOptions].Metadata accepted, in bytes.
-const MaxMetadataLen = 256
-
-// checkMetadata says what is wrong with a holder's metadata, if anything.
-func checkMetadata(m string) error {
-	switch {
-	case len(m) > MaxMetadataLen:
-		return fmt.Errorf("redlock: Metadata of %d bytes is longer than %d: keep it to a short holder id such as \"host:pid:job\"", len(m), MaxMetadataLen)
-	case !utf8.ValidString(m):
-		return errors.New("redlock: Metadata is not valid UTF-8: use printable text such as \"host:pid:job\"")
-	}
-	return nil
-}
-
 // nestedHoldValue is what a nested hold's field holds: its one attempt.
 const nestedHoldValue = "0"
-
-// extendRequest returns the extend request of ls's form: the node answers
-// 1 when it extended ls's hold, 0 when it holds nothing of ls's.
-func (ls *lease) extendRequest(ttlArg string) *request {
-	if ls.hold == "" {
-		return newRequest(extendScript, []string{ls.key}, ls.prefix, ttlArg)
-	}
-	return newRequest(holdExtendScript, []string{ls.key}, ls.token, ls.hold, ttlArg, "0")
-}
-
-// releaseRequest returns the release request of ls's form.
-func (ls *lease) releaseRequest(channel string) *request {
-	keys := []string{ls.key, ls.queueKey, ls.queueTimesKey}
-	if ls.hold == "" {
-		return newRequest(releaseScript, append(keys, ls.fenceKey), ls.prefix, channel)
-	}
-	return newRequest(holdReleaseScript, keys, ls.token, ls.hold, channel, "")
-}
-
-// cleanupRequest returns the request that removes what one failed attempt
-// wrote (value) on a node, if the key still holds exactly that, and hands
-// the freed key on to the head of the waiting order (cleanup.lua).
-func (ls *lease) cleanupRequest(value string) *request {
-	if ls.hold == "" {
-		return newRequest(cleanupScript, []string{ls.key, ls.queueKey, ls.queueTimesKey, ls.fenceKey}, value, ls.channel)
-	}
-	attempt := strings.TrimPrefix(value, ls.prefix)
-	return newRequest(holdReleaseScript, []string{ls.key, ls.queueKey, ls.queueTimesKey}, ls.token, ls.hold, "", attempt)
-}
 
 // ResumeOptions configures [Client.Resume] and [Lock.Reenter]. A nil
 // *ResumeOptions means no auto-extend.
@@ -133,37 +76,33 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 	if err := c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	ls := c.newLease(h.name, ttl, h.fence != 0)
-	ls.token, ls.prefix = h.token, h.token+"."
-	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
-	add := "0"
-	ls.tag = newToken()
+	spec := leaseSpec{fenced: h.fence != 0, token: h.token, tag: newToken()}
 	if h.reentrant {
-		ls.hold, add = ls.tag, "1"
+		spec.hold = spec.tag
 	}
-	cl := &call{leaveTurn: func() {}}
+	ls := c.newLease(h.name, ttl, spec)
+	cl := newCall(ls)
 	start := c.clock.Now()
 	cl.begin(1)
 	value := ls.prefix + nestedHoldValue // what cleanup matches: the hold's one attempt
 	req := ls.extendRequest(ls.ttlArg)
 	if ls.hold != "" {
-		req = newRequest(holdExtendScript, []string{ls.key}, ls.token, ls.hold, ls.ttlArg, add)
+		req = ls.addHoldRequest()
 	}
-	r := scriptRound(ctx, c, c.quorum, ls.timeout, req.observed(EventAcquire, ls.name), nil,
-		int64Reply,
-		func(v int64, err error) bool { return err == nil && v == 1 },
-		func(rp reply[int64]) {
-			if ls.hold != "" && (rp.err != nil || rp.val == 1) && cl.lateAnswer(1, rp.node) {
-				c.cleanup(ctx, ls, value, []int{rp.node})
+	r := sendRound(ctx, c, req, observed(c, &transport.Spec[int64]{
+		Need: c.quorum, PerNode: ls.timeout, Parse: int64Reply, Accept: isOne,
+		Late: func(rp transport.Reply[int64]) {
+			if ls.hold != "" && (rp.Err != nil || rp.Val == 1) && cl.lateAnswer(1, rp.Node) {
+				c.cleanup(ctx, ls, value, []int{rp.Node})
 			}
-		})
+		}}, EventAcquire, ls.name))
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	until := start.Add(v)
 	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1}
-	if r.ok >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) && !c.isClosed() {
+	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) && !c.isClosed() {
 		cl.win()
-		l := newLock(c, ls, h.fence, until, cl)
+		l := newLock(c, cl, h.fence, until)
 		ev.Until = until
 		c.observe(ev)
 		if opts != nil && opts.AutoExtend {
@@ -171,7 +110,7 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 		}
 		return l, nil
 	}
-	qerr := &QuorumError{Op: op, Name: h.name, Quorum: c.quorum, Agreed: r.ok, Validity: v, Attempts: 1, Err: ctx.Err(),
+	qerr := &QuorumError{Op: op, Name: h.name, Quorum: c.quorum, Agreed: r.OK, Validity: v, Attempts: 1, Err: ctx.Err(),
 		Nodes: nodeErrorsOf(c, r, ls.timeout, func(v int64) error {
 			if v == 1 {
 				return nil
@@ -180,8 +119,8 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 		}), sentinel: ErrNotAcquired}
 	if ls.hold != "" {
 		var mine []int
-		for i, rp := range r.replies {
-			if r.answered[i] && (rp.err != nil || rp.val == 1) {
+		for i, rp := range r.Replies {
+			if r.Answered[i] && (rp.Err != nil || rp.Val == 1) {
 				mine = append(mine, i)
 			}
 		}

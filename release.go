@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Release deletes the lock's key on every node that still holds its token,
@@ -38,14 +40,14 @@ func (l *Lock) Release(ctx context.Context) error {
 	start := c.clock.Now()
 	l.end(ErrReleased, 0)
 	l.stopWatchdog()
-	r := c.releaseQuorum(ctx, l.ls, l.call.leaveTurn)
+	r := c.releaseQuorum(ctx, l.call)
 	var errs []error
 	if err := l.Err(); errors.Is(err, ErrLost) {
 		errs = append(errs, fmt.Errorf("redlock: %q was lost before Release: %w", l.ls.name, err))
 	}
-	quorum := r.ok >= c.quorum
-	for i, err := range nodeErrorsOf(c, r, c.opts.NodeTimeout, func(int64) error { return nil }) {
-		if err != nil && (r.answered[i] || !quorum) { // a straggler of a quorum is not a failure (yet)
+	quorum := r.OK >= c.quorum
+	for i, err := range nodeErrorsOf(c, r, c.opts.NodeTimeout, noRefusal[int64]) {
+		if err != nil && (r.Answered[i] || !quorum) { // a straggler of a quorum is not a failure (yet)
 			errs = append(errs, err)
 		}
 	}
@@ -57,41 +59,33 @@ func (l *Lock) Release(ctx context.Context) error {
 	return err
 }
 
-// releaseRequest returns the call that deletes ls's key on a node if it
-// holds a value of ls's call (any attempt's) — for a re-entrant lock, the
-// call's hold, and the key with the last hold — announcing the release to
-// waiters.
-func (c *Client) releaseRequest(ls *lease) *request {
-	r := ls.releaseRequest(ls.channel)
-	r.queued = &ls.releaseQueued
-	return r.observed(EventRelease, ls.name)
-}
-
 func releaseAccepted(_ int64, err error) bool { return err == nil }
 
-// releaseQuorum deletes ls's key on every node and returns once a quorum
-// confirmed (or every node answered, the per-node timeout passed, or ctx
-// ended), after calling handoff, so that the next local holder need not
-// wait for a slow minority either. The stragglers' calls go on in the
-// goroutines of c.goes, and one more there waits for their answers until
-// the node timeout, to log their failures. After Close it waits for every
-// node (or the timeout, or ctx), as nobody would join them.
-func (c *Client) releaseQuorum(ctx context.Context, ls *lease, handoff func()) *round[int64] {
+// releaseQuorum deletes the key of cl's lock on every node and returns once
+// a quorum confirmed (or every node answered, the per-node timeout passed,
+// or ctx ended), after handing cl's local turn on, so that the next local
+// holder need not wait for a slow minority either. The stragglers' calls go
+// on in the goroutines of c.goes, and one more there waits for their
+// answers until the node timeout, to log their failures. After Close it
+// waits for every node (or the timeout, or ctx), as nobody would join them.
+func (c *Client) releaseQuorum(ctx context.Context, cl *call) *transport.Round[int64] {
+	ls := cl.ls
 	need := c.quorum
 	if c.isClosed() {
 		need = 0
 	}
 	start := time.Now()
-	var late chan reply[int64]
-	var onLate func(reply[int64])
+	spec := &transport.Spec[int64]{Need: need, PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted,
+		Queued: &cl.releaseQueued}
+	var late chan transport.Reply[int64]
 	if c.opts.Logger != nil {
-		late = make(chan reply[int64], len(c.nodes)) // one send per node at most: never blocks
-		onLate = func(rp reply[int64]) { late <- rp }
+		late = make(chan transport.Reply[int64], len(c.nodes)) // one send per node at most: never blocks
+		spec.Late = func(rp transport.Reply[int64]) { late <- rp }
 	}
-	r := scriptRound(ctx, c, need, c.opts.NodeTimeout, c.releaseRequest(ls), nil, int64Reply, releaseAccepted, onLate)
-	handoff()
+	r := sendRound(ctx, c, ls.releaseRequest(), observed(c, spec, EventRelease, ls.name))
+	cl.leaveTurn()
 	var pending []int
-	for i, answered := range r.answered {
+	for i, answered := range r.Answered {
 		if !answered {
 			pending = append(pending, i)
 		}
@@ -105,7 +99,7 @@ func (c *Client) releaseQuorum(ctx context.Context, ls *lease, handoff func()) *
 
 // reportStragglers waits, for at most left, for the answers of the pending
 // nodes of a release round and logs those that failed or never came.
-func (c *Client) reportStragglers(ls *lease, late <-chan reply[int64], pending []int, left time.Duration) {
+func (c *Client) reportStragglers(ls *lease, late <-chan transport.Reply[int64], pending []int, left time.Duration) {
 	report := func(i int, err error) {
 		c.warn(msgStraggler, "lock", ls.name, "node", i, "addr", c.nodes[i].addr, "err", err)
 	}
@@ -118,9 +112,9 @@ func (c *Client) reportStragglers(ls *lease, late <-chan reply[int64], pending [
 	for len(waiting) > 0 {
 		select {
 		case rp := <-late:
-			delete(waiting, rp.node)
-			if rp.err != nil {
-				report(rp.node, rp.err)
+			delete(waiting, rp.Node)
+			if rp.Err != nil {
+				report(rp.Node, rp.Err)
 			}
 		case <-t.C:
 			for _, i := range pending {
@@ -137,12 +131,15 @@ func (c *Client) reportStragglers(ls *lease, late <-chan reply[int64], pending [
 // after Release returned.
 const msgStraggler = "redlock: a node failed to delete a released lock after Release returned; the key expires with its TTL"
 
-// releaseAll deletes ls's key on every node and waits for every node, or
-// the timeout, or ctx: a lost lock's keys are released so that nobody
-// waits for their TTL. The deletes are sent whatever ctx says; callers that
-// must wait for them even if their ctx has ended pass one without cancel.
-func (c *Client) releaseAll(ctx context.Context, ls *lease) {
-	scriptRound(ctx, c, 0, c.opts.NodeTimeout, c.releaseRequest(ls), nil, int64Reply, releaseAccepted, nil)
+// releaseAll deletes the key of cl's lock on every node and waits for
+// every node, or the timeout, or ctx: a lost lock's keys are released so
+// that nobody waits for their TTL. The deletes are sent whatever ctx says;
+// callers that must wait for them even if their ctx has ended pass one
+// without cancel.
+func (c *Client) releaseAll(ctx context.Context, cl *call) {
+	sendRound(ctx, c, cl.ls.releaseRequest(), observed(c, &transport.Spec[int64]{
+		PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted, Queued: &cl.releaseQueued},
+		EventRelease, cl.ls.name))
 }
 
 // cleanup deletes the key of one failed attempt (its exact value) on the
@@ -158,12 +155,12 @@ func (c *Client) cleanup(ctx context.Context, ls *lease, value string, which []i
 	for _, i := range which {
 		set[i] = true
 	}
-	r := scriptRound(context.WithoutCancel(ctx), c, 0, ls.timeout, ls.cleanupRequest(value), set,
-		int64Reply, func(int64, error) bool { return true }, nil)
+	r := sendRound(context.WithoutCancel(ctx), c, ls.cleanupRequest(value), &transport.Spec[int64]{
+		PerNode: ls.timeout, Which: set, Parse: int64Reply, Accept: anyAnswer[int64]})
 	if c.opts.Logger == nil {
 		return
 	}
-	for i, err := range nodeErrorsOf(c, r, ls.timeout, func(int64) error { return nil }) {
+	for i, err := range nodeErrorsOf(c, r, ls.timeout, noRefusal[int64]) {
 		if set[i] && err != nil {
 			c.warn("redlock: cleanup of a failed attempt failed on a node; its key expires with its TTL",
 				"lock", ls.name, "node", i, "err", err)

@@ -1,51 +1,177 @@
 package redlock
 
 import (
-	_ "embed"
+	"embed"
+	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
-// The Lua scripts, one file each; every file starts with its KEYS, ARGV and
-// replies. Script.Run sends EVALSHA and falls back to EVAL on NOSCRIPT. The
-// release and the cleanup script start with the handOn fragment
-// (handon.lua), which hands a key they leave free on to the head of its
-// waiting order; hold_release.lua starts with it too, for its dropDead.
-var (
-	//go:embed handon.lua
-	handOnSrc string
-	//go:embed acquire.lua
-	acquireSrc string
-	//go:embed extend.lua
-	extendSrc string
-	//go:embed release.lua
-	releaseSrc string
-	//go:embed cleanup.lua
-	cleanupSrc string
-	//go:embed fence.lua
-	fenceSrc string
+// The Lua scripts the nodes run, one file each in lua/, each starting with
+// its KEYS, ARGV and replies; and every key name the lock uses. Each
+// script is registered here once, with the builder of its request beside
+// it. A script runs as EVALSHA, and as EVAL after NOSCRIPT.
 
-	acquireScript = redis.NewScript(acquireSrc)
-	extendScript  = redis.NewScript(extendSrc)
-	releaseScript = redis.NewScript(handOnSrc + releaseSrc)
-	cleanupScript = redis.NewScript(handOnSrc + cleanupSrc)
-	fenceScript   = redis.NewScript(fenceSrc)
-)
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
-// scriptHashes holds each script's SHA1, boxed once for the commands that
-// carry it (read only after init).
-var scriptHashes = map[*redis.Script]any{}
-
-func init() {
-	for _, s := range []*redis.Script{acquireScript, extendScript, releaseScript, cleanupScript, fenceScript} {
-		scriptHashes[s] = s.Hash()
+// script returns the script made of the named files of lua/, in order (a
+// script that uses the handOn fragment starts with handon.lua).
+func script(files ...string) *transport.Script {
+	var src strings.Builder
+	for _, f := range files {
+		b, err := luaFiles.ReadFile("lua/" + f)
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		src.Write(b)
 	}
+	return transport.NewScript(src.String())
 }
 
-// scriptHash returns s's SHA1 as an argument of EVALSHA.
-func scriptHash(s *redis.Script) any {
-	if h, ok := scriptHashes[s]; ok {
-		return h
+// keys are the names of what a lock keeps on each node. The braces around
+// the name are a Redis Cluster hash tag: every key of a name lives in one
+// slot.
+type keys struct {
+	lock       string // <prefix>{<name>}: the lock
+	fence      string // <lock>:fence: the fence counter, never deleted
+	queue      string // <lock>:q: the waiting order, by priority (queue.go)
+	queueTimes string // <lock>:qt: the same entries, by expiry
+	channel    string // <prefix>released:<lock>: where releases are announced
+}
+
+// appendKeys appends to b, in one string, everything keys holds:
+//
+//	<p>released:<p>{name}:fence<p>{name}:qt
+//
+// where <p> is the key prefix (the channel ends with the lock key, which the
+// fence key extends; the queue key is the start of the queue times key), and
+// returns where each key ends, for keysIn.
+func appendKeys(b []byte, prefix, name string) ([]byte, keyEnds) {
+	b = append(b, prefix...)
+	b = append(b, "released:"...)
+	var e keyEnds
+	e.lock0 = len(b)
+	b = append(append(append(append(b, prefix...), '{'), name...), '}')
+	e.lock1 = len(b)
+	b = append(b, ":fence"...)
+	e.queue0 = len(b)
+	b = append(b, b[e.lock0:e.lock1]...)
+	b = append(b, ":qt"...)
+	e.end = len(b)
+	return b, e
+}
+
+// keyEnds are the offsets appendKeys wrote the keys at.
+type keyEnds struct{ lock0, lock1, queue0, end int }
+
+// keysIn returns the keys that appendKeys wrote at the start of s.
+func (e keyEnds) keysIn(s string) keys {
+	kl := e.lock1 - e.lock0
+	return keys{channel: s[:e.lock1], lock: s[e.lock0:e.lock1], fence: s[e.lock0:e.queue0],
+		queue: s[e.queue0 : e.queue0+kl+2], queueTimes: s[e.queue0:e.end]}
+}
+
+// keysOf returns the keys of name under prefix.
+func keysOf(prefix, name string) keys {
+	b, e := appendKeys(nil, prefix, name)
+	return e.keysIn(string(b))
+}
+
+var (
+	acquireScript     = script("acquire.lua")
+	extendScript      = script("extend.lua")
+	releaseScript     = script("handon.lua", "release.lua")
+	cleanupScript     = script("handon.lua", "cleanup.lua")
+	holdExtendScript  = script("hold_extend.lua")
+	holdReleaseScript = script("handon.lua", "hold_release.lua") // its dropDead
+	queueLeaveScript  = script("queue_leave.lua")
+	fenceScript       = script("fence.lua")
+	inspectScript     = script("inspect.lua")
+	forceScript       = script("force_release.lua")
+)
+
+// acquireRequest is attempt value's call of the acquire script: the value,
+// then what the call's place in the waiting order fixed for every attempt.
+// A call that does not queue barges, and sends neither the queue keys nor
+// the queue arguments, unless the re-entrant form needs them at their
+// places.
+func (ls *lease) acquireRequest(w *waiter, value string) *transport.Request {
+	k := ls.keys
+	keys := []string{k.lock, k.fence, k.queue, k.queueTimes}
+	reentrant := ls.hold != ""
+	switch {
+	case w.mode == queueWait && reentrant:
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.meta)
+	case w.mode == queueWait:
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg)
+	case w.mode == queueTry && reentrant: // never queues: needs no entry of its own
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.meta)
+	case w.mode == queueTry:
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
+	case reentrant:
+		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.meta)
 	}
-	return s.Hash()
+	return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
+}
+
+// extendRequest extends ls's lease to ttlArg ms (plain), or its hold
+// (re-entrant), on a node that still holds it; the node answers 1 when it
+// did. Either way a key that lives longer keeps its expiry.
+func (ls *lease) extendRequest(ttlArg string) *transport.Request {
+	if ls.hold == "" {
+		return transport.NewRequest(extendScript, []string{ls.keys.lock}, ls.prefix, ttlArg)
+	}
+	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0")
+}
+
+// addHoldRequest adds ls's hold to a re-entrant lock (Reenter, Resume).
+func (ls *lease) addHoldRequest() *transport.Request {
+	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ls.ttlArg, "1")
+}
+
+// releaseRequest deletes ls's key (any attempt's value of its call) or, in
+// the re-entrant form, its hold and the key with the last hold, and
+// announces the release to waiters.
+func (ls *lease) releaseRequest() *transport.Request {
+	k := ls.keys
+	if ls.hold == "" {
+		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, ls.prefix, k.channel)
+	}
+	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, k.channel, "")
+}
+
+// cleanupRequest removes what one failed attempt wrote (value) on a node,
+// if the key still holds exactly that, and hands the freed key on to the
+// head of the waiting order.
+func (ls *lease) cleanupRequest(value string) *transport.Request {
+	k := ls.keys
+	if ls.hold == "" {
+		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, value, k.channel)
+	}
+	attempt := strings.TrimPrefix(value, ls.prefix)
+	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, "", attempt)
+}
+
+// leaveRequest takes the waiter's entry out of the queue; with gaveUp "1"
+// a release's grant to it goes too.
+func (ls *lease) leaveRequest(w *waiter, gaveUp string) *transport.Request {
+	k := ls.keys
+	return transport.NewRequest(queueLeaveScript, []string{k.lock, k.queue, k.queueTimes}, w.member, k.channel, gaveUp)
+}
+
+// fenceRequest raises ls's fence counter to at least fence.
+func (ls *lease) fenceRequest(fence string) *transport.Request {
+	return transport.NewRequest(fenceScript, []string{ls.keys.fence}, fence)
+}
+
+// inspectRequest reads name's lock, holds and counter (read only).
+func inspectRequest(k keys) *transport.Request {
+	return transport.NewRequest(inspectScript, []string{k.lock, k.fence})
+}
+
+// forceRequest deletes name's lock whoever holds it, keeping the counter
+// and the queue, and wakes the queue's head.
+func forceRequest(k keys) *transport.Request {
+	return transport.NewRequest(forceScript, []string{k.lock, k.queue, k.queueTimes}, k.channel)
 }

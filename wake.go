@@ -9,17 +9,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // subscriber is what a node needs to deliver release notices.
 type subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
-// releaseChannel is the pub/sub channel on which releases of key are
-// announced (see release.lua).
-func (c *Client) releaseChannel(key string) string {
-	return c.opts.KeyPrefix + "released:" + key
 }
 
 // waker wakes waiting Acquire calls when the lock they wait for is released,
@@ -39,23 +35,23 @@ type waker struct {
 	need    int          // notices naming a queued waiter that wake it: a quorum
 
 	mu      sync.Mutex           // protects the fields below
-	waiters map[string][]waiter  // channel -> waiters, longest waiting first
+	waiters map[string][]listener  // channel -> waiters, longest waiting first
 	idle    map[string]time.Time // channel -> when its last waiter left, for a while
 	live    map[string]int       // channel -> how many nodes' subscriptions to it are active
 	kicks   []chan struct{}      // per node, buffered 1: the wanted set changed
 	stop    chan struct{}        // closed by close
 	closed  bool
-	goes    *tracker // runs the per-node goroutines: the Client's, joined by Close
+	goes    *transport.Tracker // runs the per-node goroutines: the Client's, joined by Close
 }
 
-func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger, goes *tracker) *waker {
-	return &waker{id: newToken()[:11], nodes: nodes, timeout: timeout, logger: logger, need: len(nodes)/2 + 1, goes: goes,
-		waiters: map[string][]waiter{}, idle: map[string]time.Time{}, live: map[string]int{}}
+func newWaker(nodes []node, timeout time.Duration, logger *slog.Logger, goes *transport.Tracker) *waker {
+	return &waker{id: newToken()[:11], nodes: nodes, timeout: timeout, logger: logger, need: quorumOf(len(nodes)), goes: goes,
+		waiters: map[string][]listener{}, idle: map[string]time.Time{}, live: map[string]int{}}
 }
 
-// waiter is one waiting Acquire call: id is its queue entry when it queues,
-// "" when it barges.
-type waiter struct {
+// listener is one waiting Acquire call: id is its queue entry when it
+// queues, "" when it barges.
+type listener struct {
 	id string
 	ch chan struct{}
 	st *waitState
@@ -99,7 +95,7 @@ func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, fun
 		delete(w.idle, channel)
 		w.kickLocked()
 	}
-	w.waiters[channel] = append(w.waiters[channel], waiter{id: id, ch: ch, st: st})
+	w.waiters[channel] = append(w.waiters[channel], listener{id: id, ch: ch, st: st})
 	return ch, granted, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -201,4 +197,59 @@ func (w *waker) close() {
 		close(w.stop)
 	}
 	w.mu.Unlock()
+}
+
+// notices is what one waiting Acquire call listens to: the release notices
+// of its lock's name (see waker.watch). The zero value listens to nothing.
+type notices struct {
+	waker       *waker
+	channel, id string          // what it listens on, and for (see Client.wakeOn)
+	wake        <-chan struct{} // nil until it listens
+	granted     func() []uint64
+	unwatch     func()
+}
+
+// listenEarly picks what a call of ls in the waiting order w listens for,
+// and listens at once when notices on its channel reach us already (the
+// subscription of an earlier call lingers): a release that came between
+// the call's next refusal and its listening would go unheard, and the call,
+// the head it named, would sleep through its turn until its poll.
+func (n *notices) listenEarly(c *Client, ls *lease, w *waiter) {
+	n.waker = c.waker
+	n.channel, n.id = c.wakeOn(ls, w)
+	if n.waker.subscribed(n.channel) {
+		n.wake, n.granted, n.unwatch, _ = n.waker.watch(n.channel, n.id)
+	}
+}
+
+// listen listens, if it does not yet, and reports whether a notice may
+// have come before it did: notices reached us already, so one may have
+// come since the attempt's refusal. Notices that reach us only later wake
+// the call when they start to (waker.setLive).
+func (n *notices) listen() (missed bool) {
+	if n.wake != nil {
+		return false
+	}
+	n.wake, n.granted, n.unwatch, missed = n.waker.watch(n.channel, n.id)
+	return missed
+}
+
+// grants returns the fences of the nodes whose releases granted the call
+// the key (see waker.notify).
+func (n *notices) grants() []uint64 {
+	if n.granted == nil {
+		return nil
+	}
+	return n.granted()
+}
+
+// subscribed reports whether notices reach the call from a quorum.
+func (n *notices) subscribed() bool { return n.waker.subscribed(n.channel) }
+
+// stop ends the listening; n listens to nothing after it.
+func (n *notices) stop() {
+	if n.unwatch != nil {
+		n.unwatch()
+	}
+	*n = notices{}
 }

@@ -2,19 +2,16 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"reflect"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Defaults for [Options].
@@ -23,9 +20,6 @@ const (
 	DefaultNodeTimeout = 100 * time.Millisecond
 	DefaultKeyPrefix   = "redlock:"
 )
-
-// MaxNameLen is the longest lock name Acquire accepts, in bytes.
-const MaxNameLen = 512
 
 // Options configures a [Client]. A nil *Options means all defaults; a zero
 // field means that field's default. New copies the struct, so changing it
@@ -69,12 +63,13 @@ type Options struct {
 // safe for concurrent use; create one per set of nodes and share it.
 type Client struct {
 	nodes  []node
+	links  []transport.Node // the nodes as rounds send to them, in the same order
 	quorum int
 	opts   Options
 	clock  clock
 	waker  *waker
-	turns  turns   // local queue per lock name
-	goes   tracker // every goroutine that outlives its call: joined by Close
+	turns  turns             // local queue per lock name
+	goes   transport.Tracker // every goroutine that outlives its call: joined by Close
 
 	// life is cancelled by Close: it stops the watchdogs.
 	life     context.Context
@@ -86,15 +81,6 @@ type Client struct {
 	// before values were per attempt: the negative control of the chaos
 	// row that shows why they are (set only by tests, export_test.go).
 	sharedValue bool
-}
-
-// node is one Redis node as the lock sees it: something that can run
-// scripts, and maybe subscribe to release notices.
-type node struct {
-	addr   string
-	client redis.Scripter
-	sub    subscriber // nil when the node cannot subscribe
-	send   *sender    // nil when the node cannot pipeline: each call then runs on its own
 }
 
 // New returns a Client over nodes, each an independent Redis master: a
@@ -149,71 +135,6 @@ func NewWithNodes(nodes []Node, opts *Options) (*Client, error) {
 	return newClient(ns, opts)
 }
 
-// isNil reports whether n is nil, or an interface holding a nil pointer
-// (a *redis.Client never set).
-func isNil(n any) bool {
-	if n == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(n); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-// checkDistinct says which nodes are listed twice: the same client, or
-// clients that share an address as far as their options tell (see
-// endpoints).
-func checkDistinct(nodes []Node) error {
-	seen := map[string]int{}
-	for i, n := range nodes {
-		var ids []string
-		if v := reflect.ValueOf(n); v.Kind() == reflect.Pointer {
-			ids = append(ids, fmt.Sprintf("the same %T", n)+"\x00"+strconv.FormatUint(uint64(v.Pointer()), 16))
-		}
-		ids = append(ids, endpoints(n)...)
-		for _, id := range ids {
-			if j, dup := seen[id]; dup && j != i {
-				what, _, _ := strings.Cut(id, "\x00")
-				return fmt.Errorf("redlock: nodes %d and %d are one Redis node (%s): list each node once, or one server would cast two votes", j, i, what)
-			}
-			seen[id] = i
-		}
-	}
-	return nil
-}
-
-// endpoints returns the network addresses n's options name ("address
-// <network>/<address>"): one for a standalone client, every seed of a
-// Cluster client, every shard of a Ring. A Sentinel failover client names
-// none (its master is found through the sentinels), nor does a node that
-// is not a go-redis client.
-func endpoints(n Node) []string {
-	id := func(network, addr string) string {
-		if network == "" {
-			network = "tcp"
-		}
-		return "address " + network + "/" + addr
-	}
-	var ids []string
-	switch v := n.(type) {
-	case *redis.Client:
-		if o := v.Options(); o.Addr != "FailoverClient" {
-			ids = append(ids, id(o.Network, o.Addr))
-		}
-	case *redis.ClusterClient:
-		for _, a := range v.Options().Addrs {
-			ids = append(ids, id("tcp", a))
-		}
-	case *redis.Ring:
-		for _, a := range v.Options().Addrs {
-			ids = append(ids, id("tcp", a))
-		}
-	}
-	return ids
-}
-
 var _ Node = redis.UniversalClient(nil)
 
 func newClient(nodes []node, opts *Options) (*Client, error) {
@@ -236,10 +157,11 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 	if o.KeyPrefix == "" {
 		o.KeyPrefix = DefaultKeyPrefix
 	}
-	c := &Client{nodes: nodes, quorum: len(nodes)/2 + 1, opts: o, clock: realClock{}}
+	c := &Client{nodes: nodes, quorum: quorumOf(len(nodes)), opts: o, clock: realClock{}}
 	c.life, c.stopLife = context.WithCancel(context.Background())
-	for i := range c.nodes {
-		c.nodes[i].send = newSender(c.nodes[i].client, &c.goes, c.life)
+	c.links = make([]transport.Node, len(nodes))
+	for i, n := range nodes {
+		c.links[i] = transport.Node{Client: n.client, Sender: transport.NewSender(n.client, &c.goes, c.life)}
 	}
 	c.waker = newWaker(nodes, o.NodeTimeout, o.Logger, &c.goes)
 	return c, nil
@@ -274,10 +196,10 @@ func (c *Client) Close() error {
 	t := time.NewTimer(2 * c.opts.NodeTimeout)
 	defer t.Stop()
 	select {
-	case <-c.goes.idleCh():
+	case <-c.goes.Idle():
 	case <-t.C:
 		c.warn("redlock: Close: node calls still running after twice the node timeout; they end when their nodes answer",
-			"running", c.goes.running(), "node_timeout", c.opts.NodeTimeout)
+			"running", c.goes.Running(), "node_timeout", c.opts.NodeTimeout)
 	}
 	return nil
 }
@@ -297,58 +219,6 @@ func (c *Client) Quorum() int { return c.quorum }
 
 // Keys returns the lock key and the fence counter key used for name.
 func (c *Client) Keys(name string) (lockKey, fenceKey string) {
-	lockKey = c.opts.KeyPrefix + "{" + name + "}"
-	return lockKey, lockKey + ":fence"
-}
-
-func nodeAddr(n Node) string {
-	switch v := n.(type) {
-	case *redis.Client:
-		return v.Options().Addr
-	case *redis.ClusterClient:
-		return fmt.Sprint(v.Options().Addrs)
-	case *redis.Ring:
-		return "ring"
-	}
-	return fmt.Sprintf("%T", n)
-}
-
-// checkName says what is wrong with a lock name, if anything. Braces would
-// change the Redis Cluster hash tag of the keys ({name}), so that the lock
-// key and its fence counter could land in different slots.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("redlock: empty lock name: name the resource the lock protects, e.g. \"orders:42\"")
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("redlock: lock name of %d bytes is longer than %d: use a shorter name, e.g. a hash of the resource", len(name), MaxNameLen)
-	case strings.ContainsAny(name, "{}"):
-		return fmt.Errorf("redlock: lock name %q contains '{' or '}': the name is the Redis Cluster hash tag of the lock's keys; leave braces out", name)
-	}
-	return nil
-}
-
-// checkTTL says what is wrong with ttl, if anything.
-func (c *Client) checkTTL(ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return fmt.Errorf("redlock: TTL %v is too short: Redis expires keys in whole milliseconds; use at least a few hundred milliseconds", ttl)
-	}
-	if d := drift(ttl, c.opts.DriftFactor); ttl <= d {
-		return fmt.Errorf("redlock: TTL %v is not longer than its drift allowance %v: no lease could ever be valid; raise the TTL", ttl, d)
-	}
-	return nil
-}
-
-// nodeTimeout is the per-node timeout for a round under a lease of ttl.
-func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
-	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
-}
-
-// newToken returns 128 random bits as URL-safe text (no '.', which
-// separates the token from the attempt number in the value on the nodes):
-// the proof of ownership every extend and release checks.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	k := keysOf(c.opts.KeyPrefix, name)
+	return k.lock, k.fence
 }

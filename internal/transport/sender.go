@@ -1,4 +1,4 @@
-package redlock
+package transport
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Optional methods of a node that let its sender pipeline; every go-redis
+// Optional methods of a node that let its Sender pipeline; every go-redis
 // client has both.
 type (
 	processor interface {
@@ -19,12 +19,12 @@ type (
 	}
 )
 
-// senderLinger is how long a node's sender goroutine waits for more calls
+// senderLinger is how long a node's Sender goroutine waits for more calls
 // once it has none, before it ends: long enough that a busy client reuses
 // one goroutine per node, short enough that an idle one holds none.
 const senderLinger = 20 * time.Millisecond
 
-// sender sends one node's calls. A call that comes while the node has none
+// Sender sends one node's calls. A call that comes while the node has none
 // in flight goes at once, in its own write. Calls that come while some are
 // in flight wait, and go together, in one pipeline (one write, one read),
 // as soon as those have answered: a busy node gets few large writes rather
@@ -34,11 +34,11 @@ const senderLinger = 20 * time.Millisecond
 // One goroutine of the Client's tracker does the sending; it lingers for
 // senderLinger after its last call, and ends at once when the Client is
 // closed (calls made after Close start a new one, which does not linger).
-type sender struct {
+type Sender struct {
 	node redis.Scripter // for EVAL after NOSCRIPT
 	proc processor
 	pipe pipeliner
-	goes *tracker
+	goes *Tracker
 	life context.Context // ends at Close
 
 	wake chan struct{} // buffered to 1: wakes the lingering goroutine
@@ -54,18 +54,18 @@ type sender struct {
 	idle    bool       // it lingers, waiting on wake
 }
 
-// newSender returns a sender for n, or nil if n cannot pipeline.
-func newSender(n redis.Scripter, goes *tracker, life context.Context) *sender {
+// NewSender returns a Sender for n, or nil if n cannot pipeline.
+func NewSender(n redis.Scripter, goes *Tracker, life context.Context) *Sender {
 	proc, ok1 := n.(processor)
 	pipe, ok2 := n.(pipeliner)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	return &sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
+	return &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
 }
 
-// submit queues o; the sender's goroutine sends it and calls o.to.answer.
-func (s *sender) submit(o *op) {
+// submit queues o; the Sender's goroutine sends it and calls o.to.answer.
+func (s *Sender) submit(o *op) {
 	s.mu.Lock()
 	s.queue = append(s.queue, o)
 	switch {
@@ -85,9 +85,9 @@ func (s *sender) submit(o *op) {
 	}
 }
 
-// run is the sender's goroutine: it sends what is queued, as one batch,
+// run is the Sender's goroutine: it sends what is queued, as one batch,
 // until nothing is, then lingers.
-func (s *sender) run() {
+func (s *Sender) run() {
 	var batch []*op
 	var t *time.Timer
 	defer func() {
@@ -139,7 +139,7 @@ func (s *sender) run() {
 // send sends batch and waits for its replies: one call on its own, more as
 // one pipeline. The calls whose script the node did not have cached go
 // again with EVAL.
-func (s *sender) send(batch []*op) {
+func (s *Sender) send(batch []*op) {
 	// The batch runs under the latest deadline of its calls, so that none
 	// is cut short by another's. If even that has passed (the calls waited
 	// behind a slow one until their rounds were decided), they still go,
@@ -172,7 +172,7 @@ func (s *sender) send(batch []*op) {
 		_, _ = s.p.Exec(ctx)
 	}
 	for _, o := range batch {
-		if isNoScript(o.cmd.Err()) {
+		if IsNoScript(o.cmd.Err()) {
 			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
 		}
 	}

@@ -1,21 +1,21 @@
-package redlock
+package transport
 
 import "sync"
 
-// tracker owns goroutines that outlive the call that started them: node
+// Tracker owns goroutines that outlive the call that started them: node
 // calls still running after a round was decided, the cleanups and straggler
 // reports their late answers start, watchdogs. It is a sync.WaitGroup that
 // may be waited on with a bound and added to at any time, even while or
 // after someone waits (a WaitGroup forbids an Add from zero concurrent with
 // Wait). The zero value is ready to use.
-type tracker struct {
+type Tracker struct {
 	mu   sync.Mutex    // protects the fields below
 	n    int           // goroutines running
 	idle chan struct{} // closed when n drops to 0; nil while n == 0
 }
 
-// Go runs f in a goroutine the tracker owns.
-func (t *tracker) Go(f func()) {
+// Go runs f in a goroutine the Tracker owns.
+func (t *Tracker) Go(f func()) {
 	t.mu.Lock()
 	if t.n == 0 {
 		t.idle = make(chan struct{})
@@ -28,7 +28,7 @@ func (t *tracker) Go(f func()) {
 	}()
 }
 
-func (t *tracker) done() {
+func (t *Tracker) done() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n--
@@ -38,16 +38,16 @@ func (t *tracker) done() {
 	}
 }
 
-// running returns how many goroutines are running.
-func (t *tracker) running() int {
+// Running returns how many goroutines are running.
+func (t *Tracker) Running() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
 }
 
-// idleCh returns a channel that is closed once no goroutine runs (at once
+// Idle returns a channel that is closed once no goroutine runs (at once
 // if none does now). Goroutines started later need a new call.
-func (t *tracker) idleCh() <-chan struct{} {
+func (t *Tracker) Idle() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 {

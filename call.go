@@ -1,19 +1,24 @@
 package redlock
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
-// call is what one Acquire call shares with the answers that reach it after
-// the attempt that asked was decided (late answers). A late grant is our key
-// on that node; so may be a late error, since the script may have run
-// before the reply was lost. Such a key holds that attempt's own value, so
-// deleting it with that exact value never touches another attempt's key.
-// Who deletes it:
+// call is one Acquire call (or Resume, Reenter) as its lock will know it:
+// its lease, its local turn, and what it shares with the answers that reach
+// it after the attempt that asked was decided (late answers). A late grant
+// is our key on that node; so may be a late error, since the script may
+// have run before the reply was lost. Such a key holds that attempt's own
+// value, so deleting it with that exact value never touches another
+// attempt's key. Who deletes it:
 //   - while its attempt is being decided: it is recorded, and cleaned up
 //     with the attempt if the attempt fails;
 //   - once its attempt won, while the lock is held: it belongs to the lock,
 //     whose extend and release cover every attempt of the call;
 //   - otherwise (its attempt failed, or the lock ended): at once.
 type call struct {
+	ls        *lease
 	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
 	// retry, when the call may wait, is signalled (buffered 1) when a late
 	// answer shows that an attempt of the call took the key on a node after
@@ -21,6 +26,9 @@ type call struct {
 	// no entry of the call there to grant it to), and the call's next
 	// attempt may win at once, where it would sleep until its next poll.
 	retry chan struct{}
+	// releaseQueued is set once a release of the call's lock is queued on
+	// every node's sender (see lateCovered).
+	releaseQueued atomic.Bool
 
 	mu      sync.Mutex // protects the fields below
 	attempt int        // the attempt being decided, or the one that won
@@ -28,6 +36,9 @@ type call struct {
 	held    bool       // attempt won and its lock has not ended
 	late    []int      // nodes of attempt that answered late while it was open
 }
+
+// newCall returns the call of ls, with no local turn to leave.
+func newCall(ls *lease) *call { return &call{ls: ls, leaveTurn: func() {}} }
 
 // begin marks attempt as being decided.
 func (cl *call) begin(attempt int) {

@@ -1,0 +1,103 @@
+package redlock
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"strconv"
+	"time"
+)
+
+// lease is what one Acquire call (or Resume, Reenter) fixes once and every
+// later step of its lock reuses as it is: name, keys, token, TTL. It never
+// changes after it is made, so the lock, its watchdog and the late answers
+// of its attempts read it without a lock.
+type lease struct {
+	name     string
+	keys     keys
+	token    string // the call's token: [Lock.Token]
+	prefix   string // token + ".": the start of every attempt's value
+	first    string // prefix + "1": the first attempt's value (see value)
+	ttl      time.Duration
+	ttlArg   string        // ttl in whole ms, as the scripts take it
+	timeout  time.Duration // per-node timeout under ttl
+	fenceArg string        // "1" fenced, "0" not
+	hold     string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
+	meta     string        // the re-entrant form: the holder's metadata
+	tag      string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
+}
+
+// leaseSpec is what a new lease is made of besides name and ttl.
+type leaseSpec struct {
+	fenced    bool
+	reentrant bool   // the hash form: the lease's hold is its token
+	meta      string // the re-entrant form's metadata
+	token     string // a given token (Resume, Reenter); "": a new random one
+	hold      string // a given hold (Resume, Reenter of a re-entrant lock)
+	tag       string // Event.Hold
+}
+
+// tokenLen is the length of a token: 16 random bytes in unpadded base64.
+const tokenLen = 22
+
+// newLease makes the lease of name for ttl. Every string it is made of,
+// but the name, is one allocation: the keys (appendKeys), then
+// "<token>.1<ttl ms>".
+func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease {
+	ls := &lease{name: name, ttl: ttl, timeout: c.nodeTimeout(ttl), fenceArg: "0", meta: spec.meta, tag: spec.tag}
+	if spec.fenced {
+		ls.fenceArg = "1"
+	}
+	var buf [256]byte
+	b, ends := appendKeys(buf[:0], c.opts.KeyPrefix, name)
+	t0 := len(b)
+	if spec.token == "" {
+		var random [16]byte
+		_, _ = rand.Read(random[:]) // crypto/rand.Read never fails
+		b = base64.RawURLEncoding.AppendEncode(b, random[:])
+	} else {
+		b = append(b, spec.token...)
+	}
+	t1 := len(b)
+	b = append(b, ".1"...)
+	d0 := len(b)
+	b = strconv.AppendInt(b, ttl.Milliseconds(), 10)
+	s := string(b)
+	ls.keys = ends.keysIn(s)
+	ls.token, ls.prefix, ls.first, ls.ttlArg = s[t0:t1], s[t0:t1+1], s[t0:d0], s[d0:]
+	switch {
+	case spec.hold != "":
+		ls.hold = spec.hold
+	case spec.reentrant:
+		ls.hold = ls.token
+	}
+	if c.sharedValue {
+		ls.prefix = ls.token
+	}
+	return ls
+}
+
+// millis formats d in whole milliseconds, as the scripts take a TTL.
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// value is what attempt number attempt writes to the lock key: each attempt
+// of a call writes a value of its own, so that a delayed cleanup of one
+// attempt can never delete the key of the next. The lock's extend and
+// release match the prefix, so they cover every attempt of the call.
+func (ls *lease) value(attempt int) string {
+	switch {
+	case ls.prefix == ls.token: // the negative control: one value for all
+		return ls.token
+	case attempt == 1:
+		return ls.first
+	}
+	return ls.prefix + strconv.Itoa(attempt)
+}
+
+// newToken returns 128 random bits as URL-safe text (no '.', which
+// separates the token from the attempt number in the value on the nodes):
+// the proof of ownership every extend and release checks.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
