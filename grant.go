@@ -7,37 +7,15 @@ import (
 	"github.com/redlock-go/redlock/internal/transport"
 )
 
-// Handoff by grant (docs/design.md, "Waiting in order"). When a release
-// frees a key whose queue's head waits for a plain lock, the release script
-// sets the key to "<token>.0" for the head's TTL, increments the fence
-// counter if the head is fenced, and tells the head so in its notice
-// (release.lua). A head that hears of such grants from a quorum of the nodes
-// holds the lock without a round of its own, which halves the time a
-// handoff between processes takes.
-//
-// Its validity counts from the start of its call's first attempt: a grant
-// needs the call's queue entry on the node, which only an attempt of the
-// call can have put there, so every grant came after that start, and each
-// grant's key lives at least the TTL from then (nothing shortens it: the
-// call's own attempts keep it and only refresh it, a failed attempt's
-// cleanup deletes its own value only, and the key goes only with the lock's
-// release, the call's leaving the queue when it gives up, or a forced
-// release). The fences are those the grants returned, planned and written
-// back like an attempt's.
-//
-// A call that has waited longer than 1/grantShare of its TTL does not take
-// the lock from the grants but makes one more attempt, which finds the
-// grants and succeeds on them, so that its lock's validity counts from that
-// attempt rather than from the start of a long wait. (A lock's deadline is
-// its start plus its validity, which is the TTL less the time since the
-// start and the drift: a lock taken from the grants keeps at least
-// 1-2/grantShare of its TTL, less the drift.)
-//
-// A grant goes only to a head whose Client listens on the node (the release
-// undoes it otherwise): a waiter whose process is gone is skipped as before,
-// when its entry expires. A waiter that hangs without closing its
-// connections, and becomes the head meanwhile, holds the key as a hung
-// holder does: until the TTL.
+// Handoff by grant (docs/design.md, "Waiting in order", has the argument).
+// A release that frees a key whose queue's head waits for a plain lock sets
+// the key to "<token>.0" for the head's TTL (with a fence, if fenced) and
+// says so in its notice; a head granted by a quorum holds the lock without a
+// round of its own. Its validity counts from the start of its call's first
+// attempt, since no grant can come before it and nothing shortens a
+// granted key. A call that has waited longer than 1/grantShare of its TTL
+// makes one more attempt instead, which succeeds on the grants, so that its
+// validity counts from that attempt.
 const grantShare = 10
 
 // takeGrant returns the lock that the releases' grants to the call cl

@@ -33,9 +33,8 @@ func (w *waker) startLocked() {
 // open starts the per-node goroutines, once; each connects at once (read
 // waits on its subscription from the start). The first Acquire call that
 // may wait opens them, contended or not, so that the Client's first wait
-// costs one SUBSCRIBE round per node, not a dial and a handshake on top:
-// with several processes waiting at once on a loaded machine, that was
-// 20-50 ms. A Client that never waits (try-locks only) opens none.
+// costs one SUBSCRIBE round per node, not a dial and a handshake on top. A
+// Client that never waits (try-locks only) opens none.
 func (w *waker) open() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
