@@ -124,7 +124,14 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	}
 	// The call's place in the nodes' queue dates from now: calls of one
 	// Client take turns locally first (see queue.go).
-	a.w = newWaiter(ls, queueMode(&o, a.try), c.clock.Now(), c.waker.id)
+	mode := queueWait
+	switch {
+	case o.Barging:
+		mode = queueBarge
+	case a.try:
+		mode = queueTry
+	}
+	a.w = newWaiter(ls, mode, c.clock.Now(), c.waker.id)
 	l, attempts, err := a.run(ctx)
 	a.w.gaveUp.Store(err != nil) // before done: see lateQueued
 	a.w.done.Store(true)

@@ -83,18 +83,6 @@ func newWaiter(ls *lease, mode string, start time.Time, client string) *waiter {
 	return w
 }
 
-// queueMode picks how a call with options o uses the queue; try tells a
-// try-lock (a policy that allows no retry).
-func queueMode(o *AcquireOptions, try bool) string {
-	switch {
-	case o.Barging:
-		return queueBarge
-	case try:
-		return queueTry
-	}
-	return queueWait
-}
-
 // queued notes, after a failed attempt, whether a quorum of the nodes put
 // the call behind another waiter (rank > 0), or made it the head of a free
 // key (rank 0, TTL 0): it queued just then ahead of the waiter the nodes had

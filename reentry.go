@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,14 +60,19 @@ func (l *Lock) Reenter(ctx context.Context, ttl time.Duration, opts *ResumeOptio
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("redlock: Reenter %q: the lock has ended: %w (%w)", l.ls.name, ErrNotAcquired, err)
 	}
-	return l.c.join(ctx, "reenter", l.Handle(), ttl, opts)
+	nl, err := l.c.join(ctx, l.Handle(), ttl, opts)
+	var qe *QuorumError
+	if errors.As(err, &qe) {
+		qe.Op = "reenter"
+	}
+	return nl, err
 }
 
 // join makes a lock of h's on this client: for a re-entrant h a new hold
 // (added on the nodes), else a share of h's own lease (extended on the
 // nodes). Either way it needs a quorum of the nodes that hold h's token, and
 // counts its deadline from its own round.
-func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
+func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
@@ -110,7 +116,7 @@ func (c *Client) join(ctx context.Context, op string, h Handle, ttl time.Duratio
 		}
 		return l, nil
 	}
-	qerr := &QuorumError{Op: op, Name: h.name, Quorum: c.quorum, Agreed: r.OK, Validity: v, Attempts: 1, Err: ctx.Err(),
+	qerr := &QuorumError{Op: "resume", Name: h.name, Quorum: c.quorum, Agreed: r.OK, Validity: v, Attempts: 1, Err: ctx.Err(),
 		Nodes: nodeErrorsOf(c, r, ls.timeout, func(v int64) error {
 			if v == 1 {
 				return nil

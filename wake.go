@@ -34,12 +34,12 @@ type waker struct {
 	logger  *slog.Logger // nil: silent
 	need    int          // notices naming a queued waiter that wake it: a quorum
 
-	mu      sync.Mutex           // protects the fields below
-	waiters map[string][]listener  // channel -> waiters, longest waiting first
-	idle    map[string]time.Time // channel -> when its last waiter left, for a while
-	live    map[string]int       // channel -> how many nodes' subscriptions to it are active
-	kicks   []chan struct{}      // per node, buffered 1: the wanted set changed
-	stop    chan struct{}        // closed by close
+	mu      sync.Mutex            // protects the fields below
+	waiters map[string][]listener // channel -> waiters, longest waiting first
+	idle    map[string]time.Time  // channel -> when its last waiter left, for a while
+	live    map[string]int        // channel -> how many nodes' subscriptions to it are active
+	kicks   []chan struct{}       // per node, buffered 1: the wanted set changed
+	stop    chan struct{}         // closed by close
 	closed  bool
 	goes    *transport.Tracker // runs the per-node goroutines: the Client's, joined by Close
 }
