@@ -61,15 +61,17 @@ const sbGrant = 0xff
 // set, our own value is refreshed (a resent request), a value of an earlier
 // attempt of the same call is taken over; anything else is refused. Old
 // protocol (v.att == 0 always): the same without the take-over. On a grant
-// the counter is incremented and returned.
+// the counter is incremented and returned. A key of the call keeps its
+// expiry if that is later than now+ttl (a share of the lease may have
+// extended it): the expiry only moves later.
 func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 	switch {
 	case n.key.tok == 0:
 		n.key, n.exp = v, now+ttl
 	case n.key == v:
-		n.exp = now + ttl
+		n.exp = max(n.exp, now+ttl)
 	case n.key.tok == v.tok && n.key.att < v.att:
-		n.key, n.exp = v, now+ttl
+		n.key, n.exp = v, max(n.exp, now+ttl)
 	default:
 		return n, false, 0
 	}
@@ -84,7 +86,7 @@ func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 // Everything else is nodeAcquire.
 func nodeAcquireKeep(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 	if n.key.tok != 0 && n.key.tok == v.tok && n.key.att == 0 && v.att > 0 {
-		n.exp = now + ttl
+		n.exp = max(n.exp, now+ttl)
 		n.ctr++
 		return n, true, n.ctr
 	}
@@ -106,9 +108,21 @@ func nodeWriteBack(n mnode, f uint8) (mnode, bool) {
 	return n, true
 }
 
-// nodeExtend restates the extend script: PEXPIRE if the key holds a value of
-// call tok (new: any attempt, "T."-prefix; old: the bare token).
+// nodeExtend restates the extend script: if the key holds a value of call
+// tok (new: any attempt, "T."-prefix; old: the bare token), its expiry
+// becomes now+ttl unless it is later already: the expiry only moves later,
+// so that one share of a lease asking for less never cuts another's short.
 func nodeExtend(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
+	if n.key.tok == 0 || n.key.tok != tok {
+		return n, false
+	}
+	n.exp = max(n.exp, now+ttl)
+	return n, true
+}
+
+// nodeExtendOld restates extend.lua before the expiry only moved later: the
+// key's expiry becomes now+ttl whatever it was. For a control.
+func nodeExtendOld(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
 	if n.key.tok == 0 || n.key.tok != tok {
 		return n, false
 	}
