@@ -195,7 +195,7 @@ func (st *step) answerShare(m mmsg, r uint8) {
 		return
 	}
 	sh.dl = min(sh.dl, until)
-	if notOurs >= w.quorum() {
+	if notOurs >= w.quorum() || w.v.extendFailLoses {
 		sh.phase = shDone
 		st.logf(" → the share's extend failed: the share is lost, release sent to all nodes")
 		st.sendRelease(c)
@@ -317,4 +317,43 @@ func requireTrace(t *testing.T, res modelResult, what ...string) {
 			t.Errorf("the counterexample does not show %q; it is not the one this test is about:\n%s\n%s", s, res.bad.why, res.trace)
 		}
 	}
+}
+
+// TestModelResumeGaps pins three ways the library lets one share of a
+// lease take the key from under another, found by the model with the
+// extend fixed (issue 19; docs/model.md, "Resume"). Each is a test that
+// fails unless the checker finds its violation of property 3 and trace;
+// once the library closes a gap, its case stays as the control of the fix.
+// All three delete keys of the call that a share counts: the resumed
+// share's extend (and the lock's own) matches every value "T.*" of the
+// call, while an attempt's cleanup deletes the exact value "T.k", and a
+// lost lock releases every "T.*".
+func TestModelResumeGaps(t *testing.T) {
+	t.Run("late answer cleaned up after the lock ended", func(t *testing.T) {
+		// The winning attempt's late answer comes after the lock's
+		// deadline: the library cleans it up, deleting the key there,
+		// which the resumed share extended and counts. 3 nodes: 16 steps.
+		w := withResume(modelWorld(newProtocol, noFault, 1, 3, 1, 0, 0))
+		res := requireFinds(t, modelRun{w: w, props: pAll}, 3)
+		requireTrace(t, res, "c0's resumed share believes", "late: attempt 1 failed or the lock ended: cleanup sent", "cleanup of T1.1 delivered at n2 → deleted")
+	})
+	t.Run("failed extend releases the lease", func(t *testing.T) {
+		// Lock.Extend ends a lock whose extend failed and releases its
+		// keys (Lock.lose): the keys of every share.
+		v := newProtocol
+		v.extendFailLoses = true
+		w := withResume(modelWorld(v, noFault, 2, 1, 1, 1, 1))
+		w.mutexOnly = true
+		res := requireFinds(t, modelRun{w: w, props: pAll}, 3)
+		requireTrace(t, res, "c0 and c1 both believe", "the share's extend failed: the share is lost, release sent", "release delivered at n0 (key T1.1) → deleted")
+	})
+	t.Run("failed attempt's delayed acquire", func(t *testing.T) {
+		// Attempt 1 timed out and failed (its cleanup sent); attempt 2
+		// won; the delayed acquire of attempt 1 then sets "T.1" on a node
+		// where the lease's key expired, the resume extends it, and the
+		// cleanup deletes it. 1 node, message faults: 13 steps.
+		w := withResume(modelWorld(newProtocol, honest, 1, 1, 2, 1, 1))
+		res := requireFinds(t, modelRun{w: w, props: pAll}, 3)
+		requireTrace(t, res, "c0's resumed share believes", "acquire T1.1 delivered at n0 (key was none)", "cleanup of T1.1 delivered at n0 → deleted")
+	})
 }

@@ -343,7 +343,8 @@ var modelBounds = []struct {
 	// Resume (model_resume_test.go): a holder's handle is resumed with a
 	// TTL shorter or longer than the lock's, a second share of its lease;
 	// either share extends and releases, and property 3 counts both. The
-	// 3-node worlds are bounded (docs/model.md, "Resume").
+	// 3-node worlds stop one step short of the late-cleanup gap (16 steps,
+	// TestModelResumeGaps); the 1-node worlds cannot reach it.
 	{"resume: 1 node, 2 clients, no message faults", withResume(modelWorld(newProtocol, noFault, 2, 1, 1, 1, 1)), pAll, 16, 0, false},
 	{"resume: 2 clients, no message faults", withResume(modelWorld(newProtocol, noFault, 2, 3, 1, 1, 1)), pAll, 12, 15, false},
 	{"resume: 1 client, message faults", withResume(modelWorld(newProtocol, honest, 1, 3, 1, 1, 1)), pAll, 12, 15, false},

@@ -320,6 +320,11 @@ type variant struct {
 	// A deliberate bug, for a control: the lease counts from the decision,
 	// as if the round had taken no time (validity with elapsed 0).
 	leaseFromDecision bool
+	// extendFailLoses: a failed extend round ends the share and releases
+	// the keys, as Lock.Extend does (the model's extend otherwise ends a
+	// hold only when a majority answered "not ours", as the watchdog does
+	// while its deadline lasts). For the resume gaps (model_resume_test.go).
+	extendFailLoses bool
 	// A deliberate bug, for a control: the extend script sets the key's
 	// expiry to now+ttl whatever it was (extend.lua before it only moved
 	// the expiry later), so one share asking for less cuts another short.
@@ -961,6 +966,11 @@ func (st *step) answer(m mmsg, r uint8) {
 		cl.dl = min(cl.dl, startMs+int32(v/time.Millisecond))
 		if notOurs >= w.quorum() {
 			st.logf(" → extend failed, a majority said not ours: lock lost")
+			st.lose(c)
+			return
+		}
+		if w.v.extendFailLoses {
+			st.logf(" → extend failed: lock lost (Lock.Extend)")
 			st.lose(c)
 			return
 		}
