@@ -27,13 +27,13 @@ const (
 // plain lock is an extend round with the share's TTL, and leaves nothing
 // behind when it fails.
 type mshare struct {
-	phase    uint8
-	ttl      int16 // its TTL in ticks, for the resume and every extend
-	extRound bool  // an extend round is open (phase shHeld)
-	extends  uint8 // extends sent; a round's messages carry it (0: the resume)
+	dl       int32 // local deadline in ms of model time
 	start    int16 // tick the current round began
 	rs       [mNodes]uint8
-	dl       int32 // local deadline in ms of model time
+	phase    uint8
+	ttl      uint8 // its TTL in ticks, for the resume and every extend
+	extends  uint8 // extends sent; a round's messages carry it (0: the resume)
+	extRound bool  // an extend round is open (phase shHeld)
 }
 
 // open reports whether a round of the share waits for answers.
@@ -43,13 +43,13 @@ func (sh *mshare) open() bool { return sh.phase == shResuming || sh.extRound }
 // and clamped where they no longer matter (the per-node slots are in the
 // nodes' signatures).
 func (sh *mshare) hash(now int16) uint64 {
-	x := uint64(sh.phase) | uint64(uint16(sh.ttl))<<8 | uint64(sh.extends)<<24
+	x := uint64(sh.phase) | uint64(sh.ttl)<<8 | uint64(sh.extends)<<16
 	if sh.extRound {
 		x |= 1 << 32
 	}
 	var y uint64
 	if sh.open() {
-		y = uint64(uint16(min(now-sh.start, sh.ttl)))
+		y = uint64(uint16(min(now-sh.start, int16(sh.ttl))))
 	}
 	if sh.phase == shHeld {
 		y |= uint64(uint32(max(sh.dl-int32(now)*int32(tick/time.Millisecond), 0))) << 16
@@ -104,7 +104,7 @@ func (w *world) shareActions(s *mstate, c int, out []mact) []mact {
 // resume starts the resume round of client c's handle with TTL ttl ticks.
 func (st *step) resume(c, ttl uint8) {
 	sh := &st.s.cl[c].sh
-	*sh = mshare{phase: shResuming, ttl: int16(ttl), start: st.s.now}
+	*sh = mshare{phase: shResuming, ttl: ttl, start: st.s.now}
 	st.logf("c%d's handle is resumed with TTL %v: share extend sent to all nodes", c, time.Duration(ttl)*tick)
 	st.sendShareRound(c)
 }
@@ -121,7 +121,7 @@ func (st *step) shareExtend(c uint8) {
 func (st *step) sendShareRound(c uint8) {
 	sh := &st.s.cl[c].sh
 	for n := 0; n < st.w.nodes; n++ {
-		st.s.addMsg(packMsg(kShareReq, mLive, c, uint8(n), sh.extends, uint8(sh.ttl)))
+		st.s.addMsg(packMsg(kShareReq, mLive, c, uint8(n), sh.extends, sh.ttl))
 	}
 }
 
