@@ -331,15 +331,21 @@ func requireTrace(t *testing.T, res modelResult, what ...string) {
 func TestModelResumeGaps(t *testing.T) {
 	t.Run("late answer cleaned up after the lock ended", func(t *testing.T) {
 		// The winning attempt's late answer comes after the lock's
-		// deadline: the library cleans it up, deleting the key there,
+		// deadline: the library cleaned it up, deleting the key there,
 		// which the resumed share extended and counts. 3 nodes: 16 steps.
-		w := withResume(modelWorld(newProtocol, noFault, 1, 3, 1, 0, 0))
+		// The library now leaves it to its TTL (late.go); the variant is
+		// the control.
+		v := newProtocol
+		v.lateCleanupAfterLoss = true
+		w := withResume(modelWorld(v, noFault, 1, 3, 1, 0, 0))
 		res := requireFinds(t, modelRun{w: w, props: pAll}, 3)
 		requireTrace(t, res, "c0's resumed share believes", "late: attempt 1 failed or the lock ended: cleanup sent", "cleanup of T1.1 delivered at n2 → deleted")
 	})
 	t.Run("failed extend releases the lease", func(t *testing.T) {
-		// Lock.Extend ends a lock whose extend failed and releases its
-		// keys (Lock.lose): the keys of every share.
+		// Lock.Extend ended a lock whose extend failed and released its
+		// keys (Lock.lose): the keys of every share. The library now
+		// releases only when a majority answered "not ours", as the
+		// model's extend does; the variant is the control.
 		v := newProtocol
 		v.extendFailLoses = true
 		w := withResume(modelWorld(v, noFault, 2, 1, 1, 1, 1))

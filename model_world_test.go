@@ -325,6 +325,11 @@ type variant struct {
 	// hold only when a majority answered "not ours", as the watchdog does
 	// while its deadline lasts). For the resume gaps (model_resume_test.go).
 	extendFailLoses bool
+	// lateCleanupAfterLoss: the winning attempt's late answer that comes
+	// after its lock was lost at the deadline is cleaned up, as the library
+	// did before: the exact value goes, which a resumed share may count.
+	// For the resume gaps' control (model_resume_test.go).
+	lateCleanupAfterLoss bool
 	// A deliberate bug, for a control: the extend script sets the key's
 	// expiry to now+ttl whatever it was (extend.lua before it only moved
 	// the expiry later), so one share asking for less cuts another short.
@@ -1151,6 +1156,11 @@ func (st *step) late(c, n, att, r uint8) {
 		cl.mine |= 1 << n
 	case cl.phase == phHeld && cl.holdAtt == att && !ended:
 		st.logf(" (late: belongs to the lock)")
+	case cl.phase == phHeld && cl.holdAtt == att && !w.v.lateCleanupAfterLoss:
+		// The lock was lost at its deadline: the winning attempt's value
+		// is the lease's, which another share may count; it is left to
+		// its TTL (late.go).
+		st.logf(" (late: the lease's own value after the deadline: left to its TTL)")
 	default:
 		st.logf(" (late: attempt %d failed or the lock ended: cleanup sent)", att)
 		st.cleanup(c, n, att)
