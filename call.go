@@ -15,8 +15,11 @@ import (
 //   - while its attempt is being decided: it is recorded, and cleaned up
 //     with the attempt if the attempt fails;
 //   - once its attempt won, while the lock is held: it belongs to the lock,
-//     whose extend and release cover every attempt of the call;
-//   - otherwise (its attempt failed, or the lock ended): at once.
+//     whose extend and release cover every attempt of the call; and after
+//     the lock was lost too: it is the lease's own value, which another
+//     share of the lease (a resumed handle) may count, so it is left to
+//     its TTL;
+//   - otherwise (its attempt failed, or the lock was released): at once.
 type call struct {
 	ls        *lease
 	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
@@ -33,7 +36,7 @@ type call struct {
 	mu      sync.Mutex // protects the fields below
 	attempt int        // the attempt being decided, or the one that won
 	open    bool       // attempt is being decided
-	held    bool       // attempt won and its lock has not ended
+	held    bool       // attempt won and its lock has not ended, or was lost (not released)
 	late    []int      // nodes of attempt that answered late while it was open
 }
 
@@ -96,8 +99,9 @@ func (cl *call) winGrant() {
 	cl.attempt, cl.open, cl.held, cl.late = 0, false, true, nil
 }
 
-// end marks the call's lock as ended: late answers clean up themselves.
-func (cl *call) end() {
+// released marks the call's lock as released: late answers clean up
+// after themselves.
+func (cl *call) released() {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	cl.held = false

@@ -130,8 +130,9 @@ const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 // token. For a re-entrant lock it adds a hold of its own, as
 // [Lock.Reenter] does: releasing it releases that hold only, and the nodes
 // keep the lock while any hold is left. For a plain lock it shares the
-// sender's one lease: an extend round resets the TTL to ttl, and releasing
-// either lock deletes the key for both.
+// sender's one lease: an extend round makes the key live at least ttl more
+// (never less than it had: no share shortens another's lease), and
+// releasing either lock deletes the key for both.
 //
 // The returned lock has the handle's name, token and fence; its local
 // deadline counts from the start of Resume's own round (ttl less the time

@@ -141,7 +141,6 @@ func (l *Lock) end(err error, gen int) bool {
 	contexts := l.contexts
 	l.contexts = nil
 	l.mu.Unlock()
-	l.call.end() // late grants now clean up after themselves
 	if err != ErrReleased {
 		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
 		now := l.c.clock.Now()

@@ -181,3 +181,88 @@ func TestModelGuardMatchesGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestModelExpiryMatchesScripts compares the expiry the model's node steps
+// leave on a key of the call with the real scripts' (the key's PTTL), for
+// keys expiring before, at and after now+ttl: extend (nodeExtend) and the
+// acquire script's refresh of the call's own key (nodeAcquire: the same
+// value, an earlier attempt's; nodeAcquireKeep: the release's grant) only
+// move the expiry later. The old extend (nodeExtendOld) must disagree with
+// the script on the keys that outlive now+ttl: the comparison can tell.
+func TestModelExpiryMatchesScripts(t *testing.T) {
+	rdb := nodes(1)[0]
+	ctx := t.Context()
+	const key, ctrKey = "redlock:{model-expiry}", "redlock:{model-expiry}:fence"
+	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey}
+	// One model tick is 10s on the real node: the milliseconds a script
+	// call takes are far below the 1s the expiries are compared within.
+	const now, ttl, unit, slack = 5, 3, 10 * time.Second, time.Second
+	ttlArg := strconv.Itoa(int(ttl * unit / time.Millisecond))
+	acquire := func(v mval) func() (bool, error) {
+		return func() (bool, error) {
+			g, err := grantReply(acquireScript.Run(ctx, rdb, []string{key, ctrKey}, modelValue(v), ttlArg, "1"))
+			return g.ok, err
+		}
+	}
+	steps := []struct {
+		name   string
+		key    mval
+		model  func(mnode) (mnode, bool)
+		script func() (bool, error)
+	}{
+		{"extend by call 1", mval{1, 1}, func(n mnode) (mnode, bool) { return nodeExtend(n, now, ttl, 1) }, func() (bool, error) {
+			r, err := extendScript.Run(ctx, rdb, []string{key}, modelToken(1)+".", ttlArg).Int64()
+			return r == 1, err
+		}},
+		{"acquire, the same value", mval{1, 2}, func(n mnode) (mnode, bool) {
+			n, ok, _ := nodeAcquire(n, now, ttl, mval{1, 2})
+			return n, ok
+		}, acquire(mval{1, 2})},
+		{"acquire over an earlier attempt", mval{1, 1}, func(n mnode) (mnode, bool) {
+			n, ok, _ := nodeAcquire(n, now, ttl, mval{1, 2})
+			return n, ok
+		}, acquire(mval{1, 2})},
+		{"acquire keeping the call's grant", mval{1, 0}, func(n mnode) (mnode, bool) {
+			n, ok, _ := nodeAcquireKeep(n, now, ttl, mval{1, 2})
+			return n, ok
+		}, acquire(mval{1, 2})},
+	}
+	compared, oldDiffers := 0, 0
+	for _, st := range steps {
+		for _, left := range []int16{1, 2, 3, 4, 6} { // the key's remaining life in ticks
+			what := fmt.Sprintf("%s: key %v expiring in %d ticks, ttl %d", st.name, st.key, left, ttl)
+			start := mnode{key: st.key, exp: now + left, ctr: 4}
+			sn.setup(t, start)
+			if err := rdb.PExpire(ctx, key, time.Duration(left)*unit).Err(); err != nil {
+				t.Fatal(err)
+			}
+			n, ok := st.model(start)
+			realOK, err := st.script()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			sn.check(t, what, n, ok, realOK)
+			pttl, err := rdb.PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := time.Duration(n.exp-now) * unit
+			if d := pttl - want; d < -slack || d > slack {
+				t.Errorf("%s: the script left the key living %v; the model %v (expiry %d)", what, pttl, want, n.exp)
+			}
+			if st.name == "extend by call 1" {
+				if old, _ := nodeExtendOld(start, now, ttl, 1); time.Duration(old.exp-now)*unit-pttl > slack || pttl-time.Duration(old.exp-now)*unit > slack {
+					oldDiffers++
+				}
+			}
+			compared++
+		}
+	}
+	rdb.Del(context.Background(), key, ctrKey)
+	if compared < 20 {
+		t.Errorf("compared %d steps; the table shrank", compared)
+	}
+	if oldDiffers != 2 {
+		t.Errorf("the old extend step disagrees with extend.lua on %d keys; want 2 (the keys living 4 and 6 ticks): the comparison cannot tell an extend that shortens", oldDiffers)
+	}
+}

@@ -61,15 +61,17 @@ const sbGrant = 0xff
 // set, our own value is refreshed (a resent request), a value of an earlier
 // attempt of the same call is taken over; anything else is refused. Old
 // protocol (v.att == 0 always): the same without the take-over. On a grant
-// the counter is incremented and returned.
+// the counter is incremented and returned. A key of the call keeps its
+// expiry if that is later than now+ttl (a share of the lease may have
+// extended it): the expiry only moves later.
 func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 	switch {
 	case n.key.tok == 0:
 		n.key, n.exp = v, now+ttl
 	case n.key == v:
-		n.exp = now + ttl
+		n.exp = max(n.exp, now+ttl)
 	case n.key.tok == v.tok && n.key.att < v.att:
-		n.key, n.exp = v, now+ttl
+		n.key, n.exp = v, max(n.exp, now+ttl)
 	default:
 		return n, false, 0
 	}
@@ -84,7 +86,7 @@ func nodeAcquire(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 // Everything else is nodeAcquire.
 func nodeAcquireKeep(n mnode, now, ttl int16, v mval) (mnode, bool, uint8) {
 	if n.key.tok != 0 && n.key.tok == v.tok && n.key.att == 0 && v.att > 0 {
-		n.exp = now + ttl
+		n.exp = max(n.exp, now+ttl)
 		n.ctr++
 		return n, true, n.ctr
 	}
@@ -106,9 +108,21 @@ func nodeWriteBack(n mnode, f uint8) (mnode, bool) {
 	return n, true
 }
 
-// nodeExtend restates the extend script: PEXPIRE if the key holds a value of
-// call tok (new: any attempt, "T."-prefix; old: the bare token).
+// nodeExtend restates the extend script: if the key holds a value of call
+// tok (new: any attempt, "T."-prefix; old: the bare token), its expiry
+// becomes now+ttl unless it is later already: the expiry only moves later,
+// so that one share of a lease asking for less never cuts another's short.
 func nodeExtend(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
+	if n.key.tok == 0 || n.key.tok != tok {
+		return n, false
+	}
+	n.exp = max(n.exp, now+ttl)
+	return n, true
+}
+
+// nodeExtendOld restates extend.lua before the expiry only moved later: the
+// key's expiry becomes now+ttl whatever it was. For a control.
+func nodeExtendOld(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
 	if n.key.tok == 0 || n.key.tok != tok {
 		return n, false
 	}
@@ -160,9 +174,12 @@ const (
 	kCleanReq
 	kRelReq
 	kGrantNote // a release granted the key to a waiting call: node → client, val = the counter
+	_          // (live requests are even, their replies odd)
+	kShareReq  // the resumed share's extend (att 0: its resume round; k: its k-th extend), val = its TTL in ticks
+	kShareRep
 )
 
-var kindNames = [...]string{"acquire", "acquire reply", "write-back", "write-back reply", "extend", "extend reply", "cleanup", "release", "grant notice"}
+var kindNames = [...]string{"acquire", "acquire reply", "write-back", "write-back reply", "extend", "extend reply", "cleanup", "release", "grant notice", "", "share extend", "share extend reply"}
 
 // Message modes: who waits for it.
 const (
@@ -231,6 +248,9 @@ type mclient struct {
 	queued   uint8         // nodes that have a queue entry of the call (an acquire of it was delivered there)
 	gn       [mNodes]uint8 // grant notices received, per node: the counter (0: none)
 	viaGrant bool          // the write-back round open, or the hold, came from the grant path
+	// Resume (model_resume_test.go): the second share of the call's lease,
+	// made by resuming its handle.
+	sh mshare
 }
 
 // inCall reports whether the client's Acquire call is in progress: it
@@ -300,6 +320,20 @@ type variant struct {
 	// A deliberate bug, for a control: the lease counts from the decision,
 	// as if the round had taken no time (validity with elapsed 0).
 	leaseFromDecision bool
+	// extendFailLoses: a failed extend round ends the share and releases
+	// the keys, as Lock.Extend does (the model's extend otherwise ends a
+	// hold only when a majority answered "not ours", as the watchdog does
+	// while its deadline lasts). For the resume gaps (model_resume_test.go).
+	extendFailLoses bool
+	// lateCleanupAfterLoss: the winning attempt's late answer that comes
+	// after its lock was lost at the deadline is cleaned up, as the library
+	// did before: the exact value goes, which a resumed share may count.
+	// For the resume gaps' control (model_resume_test.go).
+	lateCleanupAfterLoss bool
+	// A deliberate bug, for a control: the extend script sets the key's
+	// expiry to now+ttl whatever it was (extend.lua before it only moved
+	// the expiry later), so one share asking for less cuts another short.
+	oldExtend bool
 	// Deliberate bugs of the grant protocol, for controls: the grant path
 	// counts its lease from the decision instead of the call's begin; the
 	// acquire script takes a grant "T.0" over by writing "T.k".
@@ -337,6 +371,14 @@ type world struct {
 	noRelease bool // holders never release
 	fixedCtr  bool // start from the counters ctr0 only, not every vector up to initCtr
 	ctr0      [mNodes]uint8
+	// resumeTTLs are the TTLs (ticks) a holder's handle may be resumed
+	// with, making a second share of its lease (model_resume_test.go);
+	// none: no resume.
+	resumeTTLs []int16
+	// mutexOnly checks property 3 as stated (two holders at once) without
+	// the stronger invariant, so that a counterexample shows a rival
+	// holding.
+	mutexOnly bool
 }
 
 func (w *world) quorum() int { return w.nodes/2 + 1 }
@@ -384,11 +426,14 @@ const (
 	aAmnesia
 	aGiveUp
 	aGrantPath
+	aResume      // the call's handle is resumed: a second share with TTL to (ticks)
+	aShareExtend // the resumed share extends
+	aShareRelease
 )
 
 // mact is one action: its kind and an argument (client, node or message
 // index); to is the grantee (client+1) of a release delivered with a grant,
-// 0 for none.
+// 0 for none, and the resumed share's TTL for aResume.
 type mact struct{ kind, arg, to uint8 }
 
 // actions appends every action enabled in s.
@@ -427,6 +472,7 @@ func (w *world) actions(s *mstate, out []mact) []mact {
 				out = append(out, mact{aStaleAccess, a, 0})
 			}
 		}
+		out = w.shareActions(s, c, out)
 	}
 	for i := 0; i < int(s.nmsg); i++ {
 		if i > 0 && s.msgs[i] == s.msgs[i-1] {
@@ -559,29 +605,50 @@ func (w *world) apply(s *mstate, a mact, log *strings.Builder) *mviolation {
 		st.release(c)
 	case aGrantPath:
 		st.takeGrant(c)
+	case aResume:
+		st.resume(c, a.to)
+	case aShareExtend:
+		st.shareExtend(c)
+	case aShareRelease:
+		st.logf("c%d's resumed share releases: release sent to all nodes (the lease ends for both shares)", c)
+		st.release(c)
 	}
 	st.logf("\n")
 	return st.bad
 }
 
 // check reports a violation of property 3 (mutual exclusion) in s, if props
-// asks for it. It checks a stronger invariant too, which implies it and
-// fails sooner (in fewer steps): every client that believes it holds has a
-// value of its call on a quorum of the nodes. (Two such quorums would share
-// a node, which holds one value.)
+// asks for it. A holder is every share of a lease that believes it holds:
+// the client's own lock and its resumed share, if any. It checks a
+// stronger invariant too, which implies it and fails sooner (in fewer
+// steps): every holder has a value of its call on a quorum of the nodes.
+// (Two such quorums would share a node, which holds one value.) With
+// w.mutexOnly it checks the property as stated only: two holders of
+// different calls at once.
 func (w *world) check(s *mstate, props uint8) *mviolation {
 	if props&(1<<3) == 0 {
 		return nil
 	}
-	first := -1
+	first, firstWho := -1, ""
 	for c := 0; c < w.clients; c++ {
-		if !w.believes(s, c) {
+		var who string
+		switch {
+		case w.believes(s, c) && w.shareBelieves(s, c):
+			who = fmt.Sprintf("c%d and its resumed share", c)
+		case w.believes(s, c):
+			who = fmt.Sprintf("c%d", c)
+		case w.shareBelieves(s, c):
+			who = fmt.Sprintf("c%d's resumed share", c)
+		default:
 			continue
 		}
 		if first >= 0 {
-			return &mviolation{prop: 3, why: fmt.Sprintf("c%d and c%d both believe they hold the lock at t=%d", first, c, s.now)}
+			return &mviolation{prop: 3, why: fmt.Sprintf("%s and %s both believe they hold the lock at t=%d", firstWho, who, s.now)}
 		}
-		first = c
+		first, firstWho = c, who
+		if w.mutexOnly {
+			continue
+		}
 		held := 0
 		for n := 0; n < w.nodes; n++ {
 			if s.nodes[n].key.tok == uint8(c+1) {
@@ -589,7 +656,7 @@ func (w *world) check(s *mstate, props uint8) *mviolation {
 			}
 		}
 		if held < w.quorum() {
-			return &mviolation{prop: 3, why: fmt.Sprintf("c%d believes it holds the lock at t=%d, but only %d nodes hold a value of T%d (quorum %d): another client can take it", c, s.now, held, c+1, w.quorum())}
+			return &mviolation{prop: 3, why: fmt.Sprintf("%s believes it holds the lock at t=%d, but only %d nodes hold a value of T%d (quorum %d): another client can take it", who, s.now, held, c+1, w.quorum())}
 		}
 	}
 	return nil
@@ -606,7 +673,9 @@ func (st *step) startAttempt(c, att uint8) {
 	}
 }
 
-// release sends the release of call c to every node and ends the lock.
+// release sends the release of call c to every node and ends the lock:
+// every share of it (a release by either share deletes the key for both,
+// as documented). Rounds still open are given up.
 func (st *step) release(c uint8) {
 	s := st.s
 	var q uint8
@@ -614,8 +683,30 @@ func (st *step) release(c uint8) {
 		q = s.cl[c].queued // the node cannot tell that the call is over
 	}
 	s.cl[c] = mclient{phase: phDone, att: s.cl[c].att, queued: q} // nothing else matters once the call is over
+	st.giveUpRounds(c, func(uint8) bool { return true })
+	st.sendRelease(c)
+}
+
+// sendRelease sends the release of call c to every node.
+func (st *step) sendRelease(c uint8) {
 	for n := 0; n < st.w.nodes; n++ {
-		s.addMsg(packMsg(kRelReq, mOrphan, c, uint8(n), 0, 0))
+		st.s.addMsg(packMsg(kRelReq, mOrphan, c, uint8(n), 0, 0))
+	}
+}
+
+// giveUpRounds gives up the live messages of client c whose kind is in
+// the round: requests stay in flight, nobody waiting; replies are dropped.
+func (st *step) giveUpRounds(c uint8, in func(kind uint8) bool) {
+	s := st.s
+	for i := int(s.nmsg) - 1; i >= 0; i-- {
+		mm := s.msgs[i]
+		if mm.client() != c || mm.mode() != mLive || !in(mm.kind()) {
+			continue
+		}
+		s.delMsg(i)
+		if mm.kind()%2 == 0 {
+			s.addMsg(mm.withMode(mOrphan))
+		}
 	}
 }
 
@@ -705,7 +796,7 @@ func (st *step) deliver(i int, to uint8) {
 		reply(kWbRep, 1)
 	case kExtReq:
 		var ok bool
-		*nd, ok = nodeExtend(*nd, s.now, w.ttl, c+1)
+		*nd, ok = w.extendStep(*nd, s.now, w.ttl, c+1)
 		st.logf("c%d extend delivered at n%d (key %s) → %v", c, n, w.show(nd.key), map[bool]string{true: "extended", false: "not ours"}[ok])
 		r := uint8(0)
 		if ok {
@@ -743,7 +834,9 @@ func (st *step) deliver(i int, to uint8) {
 		} else {
 			st.logf("n%d's grant notice (counter %d) delivered to c%d → dropped (the call holds or is over)", n, m.val(), c)
 		}
-	case kAcqRep, kWbRep, kExtRep:
+	case kShareReq:
+		st.deliverShare(m)
+	case kAcqRep, kWbRep, kExtRep, kShareRep:
 		st.logf("c%d %s from n%d (attempt %d) delivered", c, kindNames[m.kind()], n, att)
 		st.answer(m, answerOf(m))
 	}
@@ -806,6 +899,10 @@ func (st *step) answer(m mmsg, r uint8) {
 		st.late(c, n, m.att(), r)
 		return
 	}
+	if isShare(m.kind()) {
+		st.answerShare(m, r)
+		return
+	}
 	s := st.s
 	cl := &s.cl[c]
 	cl.rs[n] = r
@@ -834,7 +931,7 @@ func (st *step) answer(m mmsg, r uint8) {
 	// given up (write-back, extend).
 	for i := int(s.nmsg) - 1; i >= 0; i-- {
 		mm := s.msgs[i]
-		if mm.client() != c || mm.mode() != mLive {
+		if mm.client() != c || mm.mode() != mLive || isShare(mm.kind()) {
 			continue
 		}
 		s.delMsg(i)
@@ -873,8 +970,13 @@ func (st *step) answer(m mmsg, r uint8) {
 		}
 		cl.dl = min(cl.dl, startMs+int32(v/time.Millisecond))
 		if notOurs >= w.quorum() {
-			st.logf(" → extend failed, a majority said not ours: lock lost, release sent to all nodes")
-			st.release(c)
+			st.logf(" → extend failed, a majority said not ours: lock lost")
+			st.lose(c)
+			return
+		}
+		if w.v.extendFailLoses {
+			st.logf(" → extend failed: lock lost (Lock.Extend)")
+			st.lose(c)
 			return
 		}
 		st.logf(" → extend failed, valid until %dms", cl.dl)
@@ -1054,6 +1156,11 @@ func (st *step) late(c, n, att, r uint8) {
 		cl.mine |= 1 << n
 	case cl.phase == phHeld && cl.holdAtt == att && !ended:
 		st.logf(" (late: belongs to the lock)")
+	case cl.phase == phHeld && cl.holdAtt == att && !w.v.lateCleanupAfterLoss:
+		// The lock was lost at its deadline: the winning attempt's value
+		// is the lease's, which another share may count; it is left to
+		// its TTL (late.go).
+		st.logf(" (late: the lease's own value after the deadline: left to its TTL)")
 	default:
 		st.logf(" (late: attempt %d failed or the lock ended: cleanup sent)", att)
 		st.cleanup(c, n, att)
@@ -1124,6 +1231,9 @@ func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
 			if open[c] {
 				y |= uint64(cl.rs[n])<<16 | uint64(cl.rv[n])<<24
 			}
+			if cl.sh.open() {
+				y |= uint64(cl.sh.rs[n]) << 40
+			}
 			h = mix(h, y)
 		}
 		sig[n] = h
@@ -1164,6 +1274,9 @@ func (w *world) hashAs(s *mstate, p [mClients]uint8) uint64 {
 			y |= uint64(uint32(max(cl.dl-nowMs, 0))) << 32
 		}
 		h = mix(mix(h, x), y)
+		if cl.sh.phase != shNone {
+			h = mix(h, cl.sh.hash(s.now))
+		}
 	}
 	var acc uint64
 	for i := 0; i < int(s.nacc); i++ {

@@ -39,6 +39,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	c := l.c
 	start := c.clock.Now()
 	l.end(ErrReleased, 0)
+	l.call.released() // late grants now clean up after themselves
 	l.stopWatchdog()
 	r := c.releaseQuorum(ctx, l.call)
 	var errs []error

@@ -196,14 +196,19 @@ func TestScriptsNeverShortenAPlainKey(t *testing.T) {
 	})
 }
 
-// stuckExtends is a node on which the extend script never answers (its
-// round times out, an uncertain failure) while every other script runs.
-type stuckExtends struct{ redis.Scripter }
+// stuckExtends is a node on which the extend script does not answer until
+// unstuck is closed, whatever its context says (as go-redis may not on a
+// socket read): its round times out, an uncertain failure. Every other
+// script runs.
+type stuckExtends struct {
+	redis.Scripter
+	unstuck chan struct{}
+}
 
 func (s stuckExtends) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	if sha == extendScript.Hash() {
-		<-ctx.Done()
-		return redis.NewCmdResult(nil, ctx.Err())
+		<-s.unstuck
+		return redis.NewCmdResult(nil, context.DeadlineExceeded)
 	}
 	return s.Scripter.EvalSha(ctx, sha, keys, args...)
 }
@@ -214,15 +219,17 @@ func (s stuckExtends) EvalSha(ctx context.Context, sha string, keys []string, ar
 // still valid. A failed extend of a lock that a majority no longer holds
 // still releases what is left (TestFailedExtendLosesLock).
 func TestFailedExtendOfOneShareKeepsTheOthers(t *testing.T) {
+	unstuck := make(chan struct{})
 	var ns []Node
 	for _, n := range nodes(3) {
-		ns = append(ns, stuckExtends{n})
+		ns = append(ns, stuckExtends{n, unstuck})
 	}
 	a, err := NewWithNodes(ns, &Options{NodeTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("NewWithNodes = %v", err)
 	}
 	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { close(unstuck) }) // before Close, which joins the calls
 	b := newTestClient(t, nodes(3), nil)
 	rival := newTestClient(t, nodes(3), nil)
 	name := "shares-failed-extend"
