@@ -106,17 +106,11 @@ func SkipExamplesWithoutDocker(pattern string) {
 // Shared is a [Cluster] that the tests of a package share, started on
 // first use, so that the tests that need no container run without Docker.
 // Declare it as a package variable with N set (Options may be nil), get it
-// with Cluster in each test, and Close it in TestMain after m.Run:
+// with Cluster in each test, and run the tests with Run, which closes it:
 //
 //	var shared = redlocktest.Shared{N: 3}
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		if err := shared.Close(); err != nil && code == 0 {
-//			code = 1
-//		}
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 //
 // Its methods are safe for concurrent use. A Shared must not be copied.
 type Shared struct {
@@ -147,6 +141,18 @@ func (s *Shared) Cluster(tb testing.TB) *Cluster {
 		tb.Fatalf("starting the shared Redis containers: %v", err)
 	}
 	return c
+}
+
+// Run runs the tests (m.Run), then closes the cluster if a test started it,
+// and returns the exit code for os.Exit: m.Run's, or 1 if the tests passed
+// but Close failed (its error is printed on stderr).
+func (s *Shared) Run(m *testing.M) int {
+	code := m.Run()
+	if err := s.Close(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
 }
 
 // Close closes the cluster if a test started it.
