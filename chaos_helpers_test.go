@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
+	"github.com/redlock-go/redlock/internal/guardtest"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/redlock-go/redlock/redlocktest/record"
@@ -53,11 +55,11 @@ func chaosDuration(tb testing.TB) time.Duration {
 // store does what DESIGN §3 asks of a downstream, through one of redlock's
 // guards: every read and write carries the holder's fence, and one lower
 // than the highest seen for the resource is rejected with
-// redlock.ErrStaleFence (reads record their fence too, so that a stale
+// guard.ErrStaleFence (reads record their fence too, so that a stale
 // holder cannot read-modify-write around a newer one). An unfenced store
 // ignores fences: the negative control.
 type counterStore struct {
-	s redlock.Store
+	s guardtest.Store
 
 	mu      sync.Mutex // protects touched
 	touched map[string]bool
@@ -67,9 +69,9 @@ type counterStore struct {
 type storeKind int
 
 const (
-	memFenced     storeKind = iota // in process, redlock.FenceGuard
+	memFenced     storeKind = iota // in process, guard.InProcess
 	memUnfenced                    // in process, no fencing
-	redisFenced                    // a Redis container of its own, redlock.RedisGuard
+	redisFenced                    // a Redis container of its own, guard.Redis
 	redisUnfenced                  // the same Redis, plain GET and SET
 )
 
@@ -78,7 +80,7 @@ const (
 const storeTimeout = 5 * time.Second
 
 // read returns the counter of resource under h's fence.
-func (c *counterStore) read(resource string, h redlock.Holder) (int64, error) {
+func (c *counterStore) read(resource string, h guard.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	v, err := c.s.Read(ctx, resource, h)
@@ -92,7 +94,7 @@ func (c *counterStore) read(resource string, h redlock.Holder) (int64, error) {
 // store's order of acceptance: the counter itself, since each accepted
 // read-modify-write stores one more than it read (two stale writers of
 // one value tie, and the checker orders them by time).
-func (c *counterStore) write(resource string, v int64, h redlock.Holder) (int64, error) {
+func (c *counterStore) write(resource string, v int64, h guard.Holder) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	c.mu.Lock()
@@ -153,10 +155,10 @@ func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redloc
 	e.store = &counterStore{touched: map[string]bool{}}
 	switch st {
 	case memFenced, memUnfenced:
-		e.store.s = redlock.NewMemStore(st == memFenced)
+		e.store.s = guardtest.NewMemStore(st == memFenced)
 	default:
 		rdb := redlocktest.Start(tb, 1, copts).Client(0)
-		e.store.s = redlock.NewRedisStore(rdb, st == redisFenced)
+		e.store.s = guardtest.NewRedisStore(rdb, st == redisFenced)
 	}
 	if opts != nil {
 		e.opts = *opts
@@ -460,7 +462,7 @@ func (s *sim) read(l *redlock.Lock, resource string) (v int64, err error) {
 		v, err = s.e.store.read(resource, l)
 		return err
 	})
-	if err != nil && !errors.Is(err, redlock.ErrStaleFence) {
+	if err != nil && !errors.Is(err, guard.ErrStaleFence) {
 		s.e.t.Errorf("downstream read of %s: %v; want nil or ErrStaleFence", s.name, err)
 	}
 	return v, err
@@ -470,7 +472,7 @@ func (s *sim) read(l *redlock.Lock, resource string) (v int64, err error) {
 // and reports whether the store accepted it.
 func (s *sim) write(l *redlock.Lock, resource string, v int64) bool {
 	err := s.rc.Write(resource, l, v, func() (int64, error) { return s.e.store.write(resource, v, l) })
-	if err != nil && !errors.Is(err, redlock.ErrStaleFence) {
+	if err != nil && !errors.Is(err, guard.ErrStaleFence) {
 		s.e.t.Errorf("downstream write of %s: %v; want nil or ErrStaleFence", s.name, err)
 	}
 	return err == nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
@@ -1023,7 +1024,7 @@ func chaosFenceTie(t *testing.T, row string) {
 		t.Errorf("row %q: read of c2, first at fence 101 = %v; want accepted", row, err)
 	}
 	v1, err := c1.read(l1, name)
-	if !errors.Is(err, redlock.ErrStaleFence) {
+	if !errors.Is(err, guard.ErrStaleFence) {
 		t.Errorf("row %q: read of c1 at c2's fence 101 = %v; want ErrStaleFence", row, err)
 	}
 	if !c2.write(l2, name, v2+1) {
