@@ -178,7 +178,7 @@ func newEnvFor(tb testing.TB, d time.Duration, n int, st storeKind, opts *redloc
 		if !e.finished {
 			// The row stopped early: still show it, and how far it got.
 			row := tb.Name()[strings.LastIndex(tb.Name(), "/")+1:] + " (FAILED)"
-			summary.add(redlocktest.SummaryRow{Name: row})
+			summary.add(history.SummaryRow{Name: row})
 			if tb.Failed() {
 				e.timeline(row, nil)
 			}
@@ -557,21 +557,21 @@ func runWorkers(d time.Duration, clients []*sim, name, resource string, ttl, wai
 
 // check waits for every hold to end and checks the history against the
 // store's final counters.
-func (e *chaosEnv) check() *redlocktest.Report {
+func (e *chaosEnv) check() *history.Report {
 	e.t.Helper()
-	return redlocktest.Check(e.rec.Events(), e.checkOptions())
+	return history.Check(e.rec.Events(), e.checkOptions())
 }
 
 // checkOptions waits for every hold to end and returns the options of a
 // check: the store's final counters and chaosTolerance.
-func (e *chaosEnv) checkOptions() *redlocktest.CheckOptions {
+func (e *chaosEnv) checkOptions() *history.CheckOptions {
 	e.t.Helper()
 	e.waitHolds()
 	counters, err := e.store.counters()
 	if err != nil {
 		e.t.Fatalf("downstream store: %v", err)
 	}
-	return &redlocktest.CheckOptions{Counters: counters, Tolerance: chaosTolerance}
+	return &history.CheckOptions{Counters: counters, Tolerance: chaosTolerance}
 }
 
 // chaosTolerance is how late, after its deadline, a hold may learn of its
@@ -581,14 +581,14 @@ const chaosTolerance = 250 * time.Millisecond
 // finish records rep in the run's summary and writes the timeline when the
 // test failed or $REDLOCK_TIMELINE names a directory. Call it once, at the
 // end of the row, after every assertion.
-func (e *chaosEnv) finish(name string, rep *redlocktest.Report, controlCaught *bool) {
+func (e *chaosEnv) finish(name string, rep *history.Report, controlCaught *bool) {
 	e.t.Helper()
 	e.finished = true
 	row := name
 	if e.t.Failed() {
 		row += " (FAILED)"
 	}
-	summary.add(redlocktest.SummaryRow{Name: row, Report: rep, ControlCaught: controlCaught})
+	summary.add(history.SummaryRow{Name: row, Report: rep, ControlCaught: controlCaught})
 	if os.Getenv("REDLOCK_TIMELINE") != "" || e.t.Failed() {
 		e.timeline(name, rep)
 	}
@@ -596,7 +596,7 @@ func (e *chaosEnv) finish(name string, rep *redlocktest.Report, controlCaught *b
 
 // timeline writes the history as HTML to $REDLOCK_TIMELINE (default the
 // temporary directory) and logs where.
-func (e *chaosEnv) timeline(name string, rep *redlocktest.Report) {
+func (e *chaosEnv) timeline(name string, rep *history.Report) {
 	e.t.Helper()
 	dir := os.Getenv("REDLOCK_TIMELINE")
 	if dir == "" {
@@ -608,7 +608,7 @@ func (e *chaosEnv) timeline(name string, rep *redlocktest.Report) {
 		}
 		return '_'
 	}, name) + ".html"
-	path, err := redlocktest.TimelineFile(filepath.Join(dir, file), name, e.rec.Events(), rep)
+	path, err := history.TimelineFile(filepath.Join(dir, file), name, e.rec.Events(), rep)
 	if err != nil {
 		e.t.Errorf("timeline of %s: %v", name, err)
 		return
@@ -700,12 +700,12 @@ func nodesIn(err error) map[int]bool {
 // summaryRows collects the summary of every chaos row of this run.
 type summaryRows struct {
 	mu   sync.Mutex // protects rows
-	rows []redlocktest.SummaryRow
+	rows []history.SummaryRow
 }
 
 var summary summaryRows
 
-func (s *summaryRows) add(r redlocktest.SummaryRow) {
+func (s *summaryRows) add(r history.SummaryRow) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rows = append(s.rows, r)
@@ -719,7 +719,7 @@ func (s *summaryRows) print(tb testing.TB, from int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fmt.Printf("\n%s summary:\n", tb.Name())
-	if err := redlocktest.SummaryTable(os.Stdout, s.rows[from:]); err != nil {
+	if err := history.SummaryTable(os.Stdout, s.rows[from:]); err != nil {
 		tb.Errorf("SummaryTable: %v", err)
 	}
 	path := os.Getenv("REDLOCK_CHAOS_REPORT")
@@ -731,7 +731,7 @@ func (s *summaryRows) print(tb testing.TB, from int) {
 		tb.Errorf("REDLOCK_CHAOS_REPORT: %v", err)
 		return
 	}
-	err = redlocktest.SummaryTable(f, s.rows)
+	err = history.SummaryTable(f, s.rows)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -16,13 +16,12 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/guard"
-	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
 // Chaos tests: real faults injected into real Redis nodes partway through a
 // lease, every client's view recorded, and the history checked by
-// redlocktest.Check. Each row of TestChaos asserts its own invariant; the
+// history.Check. Each row of TestChaos asserts its own invariant; the
 // negative controls show that the same checker reports violations when the
 // protection is taken away. TestChaosSoak runs many clients under random
 // faults for $REDLOCK_CHAOS_DURATION (20s by default).
@@ -106,7 +105,7 @@ func wantLost(t testing.TB, row string, l *redlock.Lock, d time.Duration) {
 }
 
 // assertClean fails the test if rep has any violation.
-func assertClean(t testing.TB, row string, rep *redlocktest.Report) {
+func assertClean(t testing.TB, row string, rep *history.Report) {
 	t.Helper()
 	if !rep.OK() {
 		t.Errorf("row %q: checker found violations; want none:\n%s", row, rep)
@@ -116,7 +115,7 @@ func assertClean(t testing.TB, row string, rep *redlocktest.Report) {
 // assertFencedSafe fails the test if the downstream store took a stale
 // write, lost an increment, or a fence went backwards: what fencing must
 // guarantee even where mutual exclusion breaks.
-func assertFencedSafe(t testing.TB, row string, rep *redlocktest.Report) {
+func assertFencedSafe(t testing.TB, row string, rep *history.Report) {
 	t.Helper()
 	if n := len(rep.StaleWrites); n != 0 {
 		t.Errorf("row %q: stale writes accepted = %d; want 0:\n%s", row, n, rep)
@@ -133,7 +132,7 @@ func assertFencedSafe(t testing.TB, row string, rep *redlocktest.Report) {
 }
 
 // wantAcquisitions fails the test if fewer than n acquisitions happened.
-func wantAcquisitions(t testing.TB, row string, rep *redlocktest.Report, n int) {
+func wantAcquisitions(t testing.TB, row string, rep *history.Report, n int) {
 	t.Helper()
 	if rep.Acquisitions < n {
 		t.Errorf("row %q: acquisitions = %d; want >= %d", row, rep.Acquisitions, n)
@@ -296,7 +295,7 @@ func chaosKillMajority(t *testing.T, row string) {
 	assertClean(t, row, rep)
 	lost := 0
 	for _, ev := range e.rec.Events() {
-		if ev.Kind == redlocktest.Lost && (ev.Token == lp.Token() || ev.Token == la.Token()) {
+		if ev.Kind == history.Lost && (ev.Token == lp.Token() || ev.Token == la.Token()) {
 			lost++
 		}
 	}
@@ -473,7 +472,7 @@ func chaosPauseNodes(t *testing.T, row string) {
 // process stops past its validity (a GC pause) before writing; meanwhile
 // c2 takes the lock and increments. It reports whether c1's stale write was
 // accepted.
-func holderPause(t *testing.T, fenced bool) (*chaosEnv, *redlocktest.Report, bool) {
+func holderPause(t *testing.T, fenced bool) (*chaosEnv, *history.Report, bool) {
 	st := memFenced
 	if !fenced {
 		st = memUnfenced
@@ -539,7 +538,7 @@ func controlHolderPauseUnfenced(t *testing.T, row string) {
 // assertUnfencedCaught checks a negative control run against a store that
 // does not check fences: it took every write, and the checker reported the
 // stale write and the lost increment.
-func assertUnfencedCaught(t *testing.T, row string, e *chaosEnv, rep *redlocktest.Report, accepted bool) {
+func assertUnfencedCaught(t *testing.T, row string, e *chaosEnv, rep *history.Report, accepted bool) {
 	t.Helper()
 	caught := len(rep.StaleWrites) > 0 && len(rep.LostIncrements) > 0
 	if !accepted {
@@ -641,7 +640,7 @@ func sortedNodes(m map[int]bool) []int {
 // B, takes C, D, E. Both believe they hold the lock (the checker reports the
 // overlap). c2 increments; then c1 writes what it read before. It reports
 // whether c1's write was accepted.
-func clockJump(t *testing.T, fenced bool) (*chaosEnv, *redlocktest.Report, bool) {
+func clockJump(t *testing.T, fenced bool) (*chaosEnv, *history.Report, bool) {
 	st := redisFenced
 	if !fenced {
 		st = redisUnfenced
@@ -1034,7 +1033,7 @@ func chaosFenceTie(t *testing.T, row string) {
 		t.Errorf("row %q: write of c1 at c2's fence 101 accepted; want rejected with ErrStaleFence", row)
 	}
 	for _, ev := range e.rec.Events() {
-		if ev.Kind == redlocktest.Write && ev.Client == c1.name && !strings.Contains(ev.Detail, "already held by another holder") {
+		if ev.Kind == history.Write && ev.Client == c1.name && !strings.Contains(ev.Detail, "already held by another holder") {
 			t.Errorf("row %q: c1's rejected access: %q; want it to say another holder holds fence 101", row, ev.Detail)
 		}
 	}
@@ -1098,7 +1097,7 @@ func controlDelayedCleanupShared(t *testing.T, row string) {
 // attempt values for the control) and returns c1's lock, the error of c2's
 // try-lock once the held requests landed, the values of the lock key on A
 // and B then, and the checked history.
-func delayedCleanup(t *testing.T, shared bool) (e *chaosEnv, rep *redlocktest.Report, l1 *redlock.Lock, onAB []string, err2 error) {
+func delayedCleanup(t *testing.T, shared bool) (e *chaosEnv, rep *history.Report, l1 *redlock.Lock, onAB []string, err2 error) {
 	e = newEnv(t, 3, memFenced, nil)
 	const name = "r16"
 	const hold = time.Second
@@ -1272,12 +1271,12 @@ func TestChaosSoak(t *testing.T) {
 		t.Errorf("row %q: faults injected = 0; want some", row)
 	}
 	wantAcquisitions(t, row, rep, 2)
-	kinds := map[redlocktest.Kind]int{}
+	kinds := map[history.Kind]int{}
 	for _, ev := range e.rec.Events() {
 		kinds[ev.Kind]++
 	}
 	t.Logf("%s: %d faults (%d clock jumps), %d acquisitions, %d failed, %d extends, %d lost, %d writes accepted, %d rejected, %d overlaps, %d late losses",
-		row, rep.Faults, inj.clockJumps, rep.Acquisitions, kinds[redlocktest.AcquireFail], kinds[redlocktest.Extend], kinds[redlocktest.Lost],
+		row, rep.Faults, inj.clockJumps, rep.Acquisitions, kinds[history.AcquireFail], kinds[history.Extend], kinds[history.Lost],
 		rep.AcceptedWrites, rep.RejectedWrites, len(rep.Overlaps), len(rep.LateLoss))
 	e.finish(row, rep, nil)
 }

@@ -60,7 +60,7 @@
 // tests import this package). Package
 // [github.com/redlock-go/redlock/redlocktest/history] holds the history,
 // the checker, the HTML timeline and a JSON format to save a history; it
-// needs no Docker. The names of history are also available here.
+// needs no Docker.
 //
 // # Deployments
 //

@@ -37,7 +37,7 @@ pauses one worker between its read and its write until its lease has
 ended and another worker has taken the lock: that stale write is rejected.
 
 At the end it prints a summary, checks the recorded history with
-redlocktest.Check and writes an HTML timeline (--timeline).
+history.Check and writes an HTML timeline (--timeline).
 
 With --nodes (not $REDLOCK_NODES) the same workload runs on those nodes,
 without node faults: the demo cannot kill them. The worker pause still
