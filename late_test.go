@@ -1,0 +1,61 @@
+package redlock
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestLateGrantIsReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fakes := newFakeClient(t, 5, &Options{NodeTimeout: 20 * time.Millisecond})
+		// Nodes 0 and 1 grant at once, node 2 only after 200ms, nodes 3
+		// and 4 are held by someone else: the attempt fails with 2 of 5.
+		fakes[2].set(func(f *fakeNode) { f.delay = 200 * time.Millisecond })
+		for _, f := range fakes[3:] {
+			f.set(func(f *fakeNode) { f.kv["redlock:{late}"] = "someone-else" })
+		}
+		_, err := c.Acquire(t.Context(), "late", time.Second, &AcquireOptions{Retry: NoRetry()})
+		if !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("Acquire = %v; want ErrNotAcquired", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for i, f := range fakes[:3] {
+			if v, ok := f.get("redlock:{late}"); ok {
+				t.Errorf("node %d still holds %q; want the late grant released", i, v)
+			}
+		}
+		if n := fakes[2].count("cleanup"); n != 1 {
+			t.Errorf("node 2 got %d cleanups; want 1 (after its late grant)", n)
+		}
+		for i, f := range fakes[3:] {
+			if v, _ := f.get("redlock:{late}"); v != "someone-else" {
+				t.Errorf("node %d = %q; want the other owner's key untouched", i+3, v)
+			}
+		}
+	})
+}
+
+func TestLateGrantAfterReleaseIsReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fakes := newFakeClient(t, 3, &Options{NodeTimeout: 20 * time.Millisecond})
+		fakes[2].set(func(f *fakeNode) { f.delay = 300 * time.Millisecond })
+		l, err := c.Acquire(t.Context(), "r", time.Second, nil)
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		// Release reaches node 2 before the grant does: its delete finds
+		// nothing, and the late grant must delete itself. Release returns
+		// when nodes 0 and 1 have deleted: node 2 is not waited for.
+		if err := l.Release(t.Context()); err != nil {
+			t.Errorf("Release = %v; want nil: a quorum deleted", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if v, ok := fakes[2].get("redlock:{r}"); ok {
+			t.Errorf("node 2 holds %q after release; want the late grant released", v)
+		}
+	})
+}
