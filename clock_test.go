@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,6 +86,78 @@ func TestPerNodeTimeoutCappedAtValidity(t *testing.T) {
 			if v, ok := f.get("redlock:{late}"); ok {
 				t.Errorf("node %d still holds %q after a failed attempt; want the late grant released", i, v)
 			}
+		}
+	})
+}
+
+// A quorum that arrives with validity left, but after the deadline (which
+// counts from the start), is a failure.
+func TestAcquireFailsWhenDeadlinePassed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fakes := newFakeClient(t, 3, &Options{NodeTimeout: time.Second})
+		for _, f := range fakes {
+			f.set(func(f *fakeNode) { f.delay = 600 * time.Millisecond })
+		}
+		// validity = 1s - 600ms - 12ms = 388ms > 0, but start+388ms is past.
+		l, err := c.Acquire(t.Context(), "late-deadline", time.Second, &AcquireOptions{Retry: NoRetry()})
+		if err == nil {
+			t.Fatalf("Acquire = lock valid until %v (now %v); want ErrNotAcquired", l.ValidUntil(), time.Now())
+		}
+		var qerr *QuorumError
+		if !errors.As(err, &qerr) || !errors.Is(err, ErrNotAcquired) || qerr.Validity > 0 {
+			t.Errorf("Acquire = %v; want a QuorumError with validity <= 0", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		noKey(t, fakes, "redlock:{late-deadline}") // the failed attempt is cleaned up
+	})
+}
+
+// manualClock is a clock whose timers never fire: a deadline can pass
+// without the lock noticing, as when its timer goroutine has not run yet.
+type manualClock struct {
+	mu  sync.Mutex // protects now
+	now time.Time
+}
+
+func (m *manualClock) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+func (m *manualClock) advance(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.now = m.now.Add(d)
+}
+
+func (m *manualClock) AfterFunc(time.Duration, func()) stopper { return nopStopper{} }
+
+type nopStopper struct{}
+
+func (nopStopper) Stop() bool { return true }
+
+func TestExtendAfterDeadlineNeverRevives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newFakeClient(t, 3, nil)
+		clk := &manualClock{now: time.Now()}
+		c.clock = clk
+		l, err := c.Acquire(t.Context(), "revive", time.Second, nil)
+		if err != nil {
+			t.Fatalf("Acquire = %v", err)
+		}
+		clk.advance(2 * time.Second) // past the deadline; the timer has not run
+		if err := l.Extend(t.Context(), time.Second); !errors.Is(err, ErrLost) {
+			t.Errorf("Extend after the deadline = %v; want ErrLost", err)
+		}
+		if !errors.Is(l.Err(), ErrLost) {
+			t.Errorf("Err() = %v after an extend past the deadline; want ErrLost (never revived)", l.Err())
+		}
+		select {
+		case <-l.Done():
+		default:
+			t.Errorf("Done not closed after the lock was found lost")
 		}
 	})
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,4 +150,139 @@ func TestWriteBackPastValidityFails(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestExtendKeepsFence(t *testing.T) {
+	forEachN(t, func(t *testing.T, n int) {
+		c := newTestClient(t, nodes(n), nil)
+		name := fmt.Sprintf("extend-%d", n)
+		key, fenceKey := c.Keys(name)
+		l, err := c.Acquire(t.Context(), name, time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fence := l.Fence()
+		if err := l.Extend(t.Context(), time.Minute); err != nil {
+			t.Fatalf("Extend = %v", err)
+		}
+		if l.Fence() != fence {
+			t.Errorf("Fence() = %d after Extend; want %d", l.Fence(), fence)
+		}
+		if left := time.Until(l.ValidUntil()); left < 50*time.Second {
+			t.Errorf("ValidUntil in %v; want about a minute after extending by one", left)
+		}
+		// Acquire and Extend return at quorum: a slow node's grant may still
+		// be on its way, so the promise is about a quorum of nodes.
+		extended := 0
+		for i, nd := range nodes(n) {
+			if ttl := nd.PTTL(t.Context(), key).Val(); ttl > 50*time.Second {
+				extended++
+			}
+			if got, _ := nd.Get(t.Context(), fenceKey).Uint64(); got > fence {
+				t.Errorf("node %d: fence counter = %d; want <= %d (extend does not count)", i, got, fence)
+			}
+		}
+		if extended < c.Quorum() {
+			t.Errorf("%d nodes have the key extended to about a minute; want a quorum of %d", extended, c.Quorum())
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Errorf("Release = %v", err)
+		}
+		assertNoLockKey(t, nodes(n), key)
+	})
+}
+
+func TestFencesIncreaseAfterCountersDiverge(t *testing.T) {
+	forEachN(t, func(t *testing.T, n int) {
+		c := newTestClient(t, nodes(n), nil)
+		name := fmt.Sprintf("diverge-%d", n)
+		key, fenceKey := c.Keys(name)
+		// Counters far apart, so the first acquisitions need the write-back.
+		for i, nd := range nodes(n) {
+			if err := nd.Set(t.Context(), fenceKey, (i*7919)%10007, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var last uint64
+		for i := 0; i < 1000; i++ {
+			l, err := c.Acquire(t.Context(), name, time.Second, nil)
+			if err != nil {
+				t.Fatalf("Acquire #%d = %v", i, err)
+			}
+			if l.Fence() <= last {
+				t.Fatalf("Acquire #%d fence = %d after %d; want strictly increasing", i, l.Fence(), last)
+			}
+			last = l.Fence()
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatalf("Release #%d = %v", i, err)
+			}
+		}
+		// The write-back left a quorum of counters at the last fence.
+		atLast := 0
+		for _, nd := range nodes(n) {
+			if v, _ := nd.Get(t.Context(), fenceKey).Uint64(); v >= last {
+				atLast++
+			}
+		}
+		if atLast < c.Quorum() {
+			t.Errorf("%d counters at >= %d; want a quorum of %d", atLast, last, c.Quorum())
+		}
+		assertNoLockKey(t, nodes(n), key)
+	})
+}
+
+// Counters past 2^53 stay exact: the acquire script returns the counter as
+// a string, not through a Lua number.
+func TestFencesExactPast2to53(t *testing.T) {
+	c := newTestClient(t, nodes(3), nil)
+	name := "exact-2-53"
+	_, fenceKey := c.Keys(name)
+	const seed = 1<<53 + 1
+	for _, nd := range nodes(3) {
+		if err := nd.Set(t.Context(), fenceKey, uint64(seed), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := uint64(1); i <= 4; i++ {
+		l, err := c.Acquire(t.Context(), name, time.Second, nil)
+		if err != nil {
+			t.Fatalf("Acquire #%d = %v", i, err)
+		}
+		if got := l.Fence(); got != seed+i {
+			t.Errorf("Acquire #%d fence = %d; want %d exactly", i, got, uint64(seed+i))
+		}
+		l.Release(t.Context())
+	}
+}
+
+// A corrupt counter fails the acquire at once, with a typed error, leaving
+// both keys as they were: no retry loop, no stray lock key.
+func TestBadCounterFailsCleanly(t *testing.T) {
+	c := newTestClient(t, nodes(3), nil)
+	for _, bad := range []string{"abc", "-5", "007", "1.5", "9223372036854775807", "99999999999999999999"} {
+		name := "bad-counter"
+		key, fenceKey := c.Keys(name)
+		for _, nd := range nodes(3) {
+			if err := nd.Set(t.Context(), fenceKey, bad, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		start := time.Now()
+		_, err := c.Acquire(ctx, name, time.Second, nil) // retries until ctx ends, unless the error is permanent
+		cancel()
+		if !errors.Is(err, ErrBadCounter) || !errors.Is(err, ErrNotAcquired) {
+			t.Errorf("counter %q: Acquire = %v; want ErrBadCounter", bad, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("counter %q: Acquire took %v; want it to give up at once", bad, d)
+		}
+		assertNoLockKey(t, nodes(3), key)
+		for i, nd := range nodes(3) {
+			if got, _ := nd.Get(t.Context(), fenceKey).Result(); got != bad {
+				t.Errorf("counter %q: node %d counter = %q; want it untouched", bad, i, got)
+			}
+			nd.Del(t.Context(), fenceKey)
+		}
+	}
 }
