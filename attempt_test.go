@@ -26,3 +26,14 @@ func TestParseGrant(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueParseGrantRank(t *testing.T) {
+	g, err := parseGrant("0:0:2")
+	if err != nil || g.ok || g.rank != 2 {
+		t.Fatalf("parseGrant(\"0:0:2\") = %+v, %v; want refused at rank 2", g, err)
+	}
+	g, err = parseGrant("0:500")
+	if err != nil || g.ok || g.rank != -1 || g.pttl != 500 {
+		t.Fatalf("parseGrant(\"0:500\") = %+v, %v; want refused, not queued, pttl 500", g, err)
+	}
+}
