@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -237,26 +238,54 @@ func (e *chaosEnv) directKeys(name string) (lockKey, fenceKey string) {
 	return lockKey, lockKey + ":fence"
 }
 
-// nodesIn returns the nodes named by the *redlock.NodeErrors in err's tree.
-func nodesIn(err error) map[int]bool {
-	m := map[int]bool{}
-	var walk func(error)
-	walk = func(err error) {
-		if err == nil {
-			return
-		}
-		if ne, ok := err.(*redlock.NodeError); ok {
-			m[ne.Node] = true
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				walk(e)
-			}
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		}
+// clients starts n simulated clients c1..cn.
+func (e *chaosEnv) clients(n int) []*sim {
+	cs := make([]*sim, n)
+	for i := range cs {
+		cs[i] = e.client(fmt.Sprintf("c%d", i+1))
 	}
-	walk(err)
-	return m
+	return cs
+}
+
+// down cuts c's paths to nodes, recording each as a fault.
+func (e *chaosEnv) down(c *sim, nodes ...int) {
+	e.t.Helper()
+	for _, i := range nodes {
+		e.mustFault(i, c.name, "down", func() error { return c.net.Down(i) })
+	}
+}
+
+// blackhole blackholes c's paths to nodes.
+func (e *chaosEnv) blackhole(c *sim, nodes ...int) {
+	e.t.Helper()
+	for _, i := range nodes {
+		e.mustFault(i, c.name, "blackhole", func() error { return c.net.Blackhole(i) })
+	}
+}
+
+// healNet heals c's faulty paths to nodes, recording each with detail.
+func (e *chaosEnv) healNet(c *sim, detail string, nodes ...int) {
+	e.t.Helper()
+	for _, i := range nodes {
+		e.mustHeal(i, c.name, detail, func() error { return c.net.Heal(i) })
+	}
+}
+
+// holdABC has c acquire name with its paths to D and E down, so that it
+// holds the lock on exactly A, B and C. Its paths stay down.
+func (e *chaosEnv) holdABC(c *sim, name string, ttl time.Duration) *redlock.Lock {
+	e.t.Helper()
+	e.down(c, 3, 4)
+	return mustAcquire(e.t, c, name, ttl, 5*time.Second, nil, "A, B, C reachable")
+}
+
+// fenceCounter reads name's fence counter on node i directly.
+func (e *chaosEnv) fenceCounter(name string, i int) uint64 {
+	e.t.Helper()
+	_, fk := e.directKeys(name)
+	v, err := e.cl.Client(i).Get(within(e.t, 5*time.Second), fk).Uint64()
+	if err != nil {
+		e.t.Fatalf("GET %s on node %d: %v", fk, i, err)
+	}
+	return v
 }
