@@ -4,6 +4,8 @@ import (
 	"testing"
 )
 
+// Tests of reading an attempt's reply (parseGrant).
+
 func TestParseGrant(t *testing.T) {
 	for _, tc := range []struct {
 		reply string

@@ -11,6 +11,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Chaos row 16 and control c: the cleanup of a failed attempt delayed past
+// the next attempt.
+
 // 16. A delayed cleanup (issue 7.2), honest clocks, no node fault. c1's
 // requests to A and B are held 1s in its process (a retransmitted packet,
 // a slow path) while its node timeout is 100ms. Attempt 1 gets only C and

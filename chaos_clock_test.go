@@ -7,6 +7,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Chaos rows of clock faults: a node's clock jumping forward (the key
+// expires early there) or back.
+
 // clockJump is row 9 and its control, after Kleppmann: c1 holds A, B, C;
 // C's clock jumps forward and the key expires there; c2, cut off from A and
 // B, takes C, D, E. Both believe they hold the lock (the checker reports the

@@ -13,6 +13,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Chaos rows of fences: counters that diverged, and a tie between two
+// overlapping holds.
+
 // 14. Fence counters that diverged (DESIGN §3, phase 2): c3, cut off from
 // A, B, C, keeps trying, and each attempt increments D and E's counters. c1
 // then acquires on all five: its fence comes from D or E, a minority. D and E

@@ -10,6 +10,8 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Chaos row 6 and control a: the holder itself paused past its lease.
+
 // holderPause is rows 6 and control a: c1 reads under its lock, then its
 // process stops past its validity (a GC pause) before writing; meanwhile
 // c2 takes the lock and increments. It reports whether c1's stale write was

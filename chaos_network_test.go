@@ -14,6 +14,9 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
+// Chaos rows of faults in a client's links to the nodes: latency,
+// blackholes, flapping.
+
 // 7. Latency longer than the TTL on 3 of a client's nodes: its acquire
 // fails, the keys it got on D and E are deleted at once, the keys the slow
 // nodes set without telling it in time are gone after the TTL, and another

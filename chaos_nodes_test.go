@@ -13,6 +13,10 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Chaos rows of node faults: kills, restarts with and without their data,
+// docker pause, CLIENT PAUSE; and control b, a single node that restarts
+// empty.
+
 // 1. No faults: several clients contend; nothing may go wrong.
 func chaosBaseline(t *testing.T, row string) {
 	e := newEnv(t, 5, memFenced, nil)

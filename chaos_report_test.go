@@ -12,6 +12,8 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
+// Checking a chaos run: its history, its timeline and the summary table.
+
 // check waits for every hold to end and checks the history against the
 // store's final counters.
 func (e *chaosEnv) check() *history.Report {

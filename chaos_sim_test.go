@@ -16,6 +16,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/record"
 )
 
+// A chaos client (sim): a *redlock.Client over its own Net, recording what
+// it does, and the workloads clients run.
+
 // sim is one simulated client process: its own network path and Client.
 type sim struct {
 	e    *chaosEnv

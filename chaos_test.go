@@ -17,6 +17,16 @@ import (
 // protection is taken away. TestChaosSoak runs many clients under random
 // faults for $REDLOCK_CHAOS_DURATION (20s by default).
 //
+// The rows live in files by fault family: chaos_nodes_test.go (kill,
+// amnesia, docker pause, CLIENT PAUSE), chaos_holder_test.go (the holder
+// paused), chaos_network_test.go (latency, blackholes, flapping),
+// chaos_clock_test.go, chaos_fence_test.go, chaos_cleanup_test.go,
+// chaos_fair_test.go and chaos_handover_test.go, each control beside its
+// row. The harness: chaos_env_test.go (nodes and faults), chaos_sim_test.go
+// (clients), chaos_store_test.go (the downstream counter) and
+// chaos_report_test.go (check, timeline, summary); the soak is in
+// chaos_soak_test.go.
+//
 // Nodes are named A..E = 0..4 in the comments.
 
 func TestChaos(t *testing.T) {

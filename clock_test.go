@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// Tests of validity (TTL - elapsed - drift) and of the local deadline, which
+// neither a late quorum nor an extend can move back. Fake nodes under
+// synctest's fake clock, so every duration is exact.
+
 func TestValidityMath(t *testing.T) {
 	for _, tc := range []struct {
 		ttl, elapsed time.Duration

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Tests of what New and Acquire refuse: bad options and lock names.
+
 func TestInvalidConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -13,6 +13,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
+// Tests of errors and of what ends a wait: held versus unreachable, errors
+// no retry cures, Redis-side surprises (NOSCRIPT, WRONGTYPE, READONLY).
+
 func TestScriptFlushMidRun(t *testing.T) {
 	c := newTestClient(t, nodes(5), nil)
 	key, _ := c.Keys("flush")

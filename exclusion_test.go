@@ -11,6 +11,9 @@ import (
 	"time"
 )
 
+// Tests of the lock's core promise on real Redis: one holder at a time, and
+// only the holder's token extends or releases.
+
 func TestMutualExclusion(t *testing.T) {
 	// 32 goroutines in 4 clients (as if 4 processes): goroutines of one
 	// client queue locally, the clients contend on the nodes.

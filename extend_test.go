@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// Tests of Extend on fake nodes, under synctest's fake clock.
+
 func TestExtendMovesDeadlineAndKeepsFence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := newFakeClient(t, 3, nil)

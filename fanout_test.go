@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// Tests of one round's fan-out to the nodes: it returns as soon as the
+// outcome is known, never waits for a slow minority, and hands late answers
+// on. Fake nodes under synctest's fake clock, so every duration is exact.
+
 func TestFanoutReturnsAtQuorum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hang := make(chan struct{})

@@ -11,6 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Tests of fences: the fast path, the write-back to a quorum, exact and
+// corrupt counters, on fake nodes (synctest's fake clock) and on real Redis.
+
 func TestFenceFastPathSkipsWriteBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fakes := newFakeClient(t, 5, nil)

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// Tests of late answers and cleanups: a grant that arrives after its attempt
+// was decided is released, and a cleanup that lands late matches only its
+// own attempt.
+
 func TestLateGrantIsReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fakes := newFakeClient(t, 5, &Options{NodeTimeout: 20 * time.Millisecond})

@@ -12,6 +12,8 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
+// Tests of the quorum on real Redis.
+
 func TestAcquireWithMinorityDown(t *testing.T) {
 	cl := redlocktest.Start(t, 5, nil)
 	for _, i := range []int{3, 4} {

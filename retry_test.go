@@ -9,6 +9,8 @@ import (
 	"time"
 )
 
+// Tests of the retry policies and of Acquire's wait for a held lock.
+
 func TestRetryPolicies(t *testing.T) {
 	if _, ok := NoRetry()(1); ok {
 		t.Errorf("NoRetry()(1) ok = true; want false")

@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// Tests of local turns: the Acquire calls of one Client for one name wait in
+// turn rather than contend on the nodes.
+
 func TestLocalWaitersQueueInsteadOfContending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fakes := newFakeClient(t, 3, nil)

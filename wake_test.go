@@ -12,6 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Tests of waking waiters: release notices (pub/sub on every node), the
+// waker that turns them into wake-ups, and its connections.
+
 func TestReleaseWakesWaiter(t *testing.T) {
 	c := newTestClient(t, nodes(3), nil)
 	holder, err := c.Acquire(t.Context(), "wake", time.Minute, nil)

@@ -11,6 +11,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
+// Tests of the watchdog (AutoExtend): it keeps a lock, rides out a blip, and
+// reports a loss with its cause.
+
 func TestWatchdogKeepsLockAndReportsLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fakes := newFakeClient(t, 3, nil)
