@@ -79,7 +79,7 @@ func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquire
 // type), and leaves every key as it was: the common path checks it with
 // the INCR itself, and puts back what that INCR changed.
 func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, fenceKey = "redlock:{acquire-bad-counter}", "redlock:{acquire-bad-counter}:fence"
 	q, qt := queueKeys(key)
@@ -126,7 +126,7 @@ func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
 // granted with the incremented fence, refused with the holder's TTL, or
 // with no TTL and the caller's rank when it queues behind a waiter.
 func TestAcquireScriptReplies(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, fenceKey = "redlock:{acquire-replies}", "redlock:{acquire-replies}:fence"
 	q, qt := queueKeys(key)
@@ -168,19 +168,19 @@ func TestAcquireScriptReplies(t *testing.T) {
 // acquire fails with ErrBadCounter, and the counter is set back with the
 // commands the user may call.
 func TestAcquireBadCounterMinimalACL(t *testing.T) {
-	users := aclUser(t, nodes(3), "bad-counter-user", lockUserRules)
+	users := aclUser(t, nodes(t, 3), "bad-counter-user", lockUserRules)
 	c := newTestClient(t, users, nil)
 	name := "bad-counter-acl"
 	key, fenceKey := c.Keys(name)
-	for _, nd := range nodes(3) {
+	for _, nd := range nodes(t, 3) {
 		nd.Set(t.Context(), fenceKey, "-7", 0)
 	}
 	_, err := c.Acquire(t.Context(), name, time.Second, &AcquireOptions{Retry: NoRetry()})
 	if !errors.Is(err, ErrBadCounter) {
 		t.Errorf("Acquire over the counter -7 = %v; want ErrBadCounter", err)
 	}
-	assertNoLockKey(t, nodes(3), key)
-	for i, nd := range nodes(3) {
+	assertNoLockKey(t, nodes(t, 3), key)
+	for i, nd := range nodes(t, 3) {
 		if got := nd.Get(t.Context(), fenceKey).Val(); got != "-7" {
 			t.Errorf("node %d: counter %q; want \"-7\", untouched", i, got)
 		}
@@ -189,7 +189,7 @@ func TestAcquireBadCounterMinimalACL(t *testing.T) {
 }
 
 func TestAcquireScriptAttempts(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	ls := c.newLease("idem", 10*time.Second, true)
 	cl := &call{leaveTurn: func() {}}
 	try := func(cl *call, attempt int) *Lock {
@@ -209,7 +209,7 @@ func TestAcquireScriptAttempts(t *testing.T) {
 	holds := func(value string) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Second)
-		for i, nd := range nodes(3) {
+		for i, nd := range nodes(t, 3) {
 			got, err := nd.Get(t.Context(), ls.key).Result()
 			for got != value && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
@@ -246,7 +246,7 @@ func TestAcquireScriptAttempts(t *testing.T) {
 	c.cleanup(t.Context(), ls, ls.value(1), allNodes(3))
 	holds(ls.value(2))
 	c.releaseAll(t.Context(), ls)
-	assertNoLockKey(t, nodes(3), ls.key)
+	assertNoLockKey(t, nodes(t, 3), ls.key)
 }
 
 // allNodes lists the indexes of n nodes.

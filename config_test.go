@@ -21,11 +21,11 @@ func TestInvalidConfig(t *testing.T) {
 		want  string
 	}{
 		{"no nodes", nil, nil, "no nodes: pass at least one"},
-		{"nil node", []redis.UniversalClient{cluster().Client(0), nil}, nil, "node 1 is nil"},
-		{"negative drift", nodes(1), &Options{DriftFactor: -0.1}, "DriftFactor -0.1 is out of range"},
-		{"drift of one", nodes(1), &Options{DriftFactor: 1}, "DriftFactor 1 is out of range"},
-		{"NaN drift", nodes(1), &Options{DriftFactor: math.NaN()}, "DriftFactor NaN is out of range"},
-		{"negative timeout", nodes(1), &Options{NodeTimeout: -time.Second}, "NodeTimeout -1s is negative"},
+		{"nil node", []redis.UniversalClient{cluster(t).Client(0), nil}, nil, "node 1 is nil"},
+		{"negative drift", nodes(t, 1), &Options{DriftFactor: -0.1}, "DriftFactor -0.1 is out of range"},
+		{"drift of one", nodes(t, 1), &Options{DriftFactor: 1}, "DriftFactor 1 is out of range"},
+		{"NaN drift", nodes(t, 1), &Options{DriftFactor: math.NaN()}, "DriftFactor NaN is out of range"},
+		{"negative timeout", nodes(t, 1), &Options{NodeTimeout: -time.Second}, "NodeTimeout -1s is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := New(tc.nodes, tc.opts)
@@ -35,7 +35,7 @@ func TestInvalidConfig(t *testing.T) {
 		})
 	}
 
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	for _, tc := range []struct {
 		name string
 		lock string
@@ -56,7 +56,7 @@ func TestInvalidConfig(t *testing.T) {
 		})
 	}
 	key, _ := c.Keys("x")
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 
 	l, err := c.Acquire(t.Context(), "bad-extend", time.Second, nil)
 	if err != nil {

@@ -17,11 +17,11 @@ import (
 // no retry cures, Redis-side surprises (NOSCRIPT, WRONGTYPE, READONLY).
 
 func TestScriptFlushMidRun(t *testing.T) {
-	c := newTestClient(t, nodes(5), nil)
+	c := newTestClient(t, nodes(t, 5), nil)
 	key, _ := c.Keys("flush")
 	for i := 0; i < 50; i++ {
 		if i == 25 {
-			for _, nd := range nodes(5) {
+			for _, nd := range nodes(t, 5) {
 				if err := nd.ScriptFlush(t.Context()).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -33,13 +33,13 @@ func TestScriptFlushMidRun(t *testing.T) {
 		}
 		if i == 25 {
 			// The lock is held: extend and release after another flush.
-			for _, nd := range nodes(5) {
+			for _, nd := range nodes(t, 5) {
 				nd.ScriptFlush(t.Context())
 			}
 			if err := l.Extend(t.Context(), time.Second); err != nil {
 				t.Fatalf("Extend after SCRIPT FLUSH = %v", err)
 			}
-			for _, nd := range nodes(5) {
+			for _, nd := range nodes(t, 5) {
 				nd.ScriptFlush(t.Context())
 			}
 		}
@@ -47,7 +47,7 @@ func TestScriptFlushMidRun(t *testing.T) {
 			t.Fatalf("Release #%d = %v", i, err)
 		}
 	}
-	assertNoLockKey(t, nodes(5), key)
+	assertNoLockKey(t, nodes(t, 5), key)
 }
 
 func TestWrongTypeKey(t *testing.T) {
@@ -58,7 +58,7 @@ func TestWrongTypeKey(t *testing.T) {
 		{"fence-key", "fence", "holds a hash, not a counter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newTestClient(t, nodes(3), nil)
+			c := newTestClient(t, nodes(t, 3), nil)
 			name := "wrongtype-" + tc.name
 			key, fenceKey := c.Keys(name)
 			target := key
@@ -66,7 +66,7 @@ func TestWrongTypeKey(t *testing.T) {
 				target = fenceKey
 			}
 			before := make([]int64, 3)
-			for i, nd := range nodes(3) {
+			for i, nd := range nodes(t, 3) {
 				nd.HSet(t.Context(), target, "owner", "someone")
 				before[i] = nd.DBSize(t.Context()).Val()
 			}
@@ -83,7 +83,7 @@ func TestWrongTypeKey(t *testing.T) {
 			if !errors.As(err, &ne) || ne.Addr == "" {
 				t.Errorf("error %v carries no *NodeError with an address", err)
 			}
-			for i, nd := range nodes(3) {
+			for i, nd := range nodes(t, 3) {
 				if got := nd.HGet(t.Context(), target, "owner").Val(); got != "someone" {
 					t.Errorf("node %d: the hash was changed to %q", i, got)
 				}

@@ -21,7 +21,7 @@ func TestMutualExclusion(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
 		cs := make([]*Client, clients)
 		for i := range cs {
-			cs[i] = newTestClient(t, nodes(n), nil)
+			cs[i] = newTestClient(t, nodes(t, n), nil)
 		}
 		name := fmt.Sprintf("mutex-%d", n)
 		const workers, rounds = 32, 5
@@ -81,13 +81,13 @@ func TestMutualExclusion(t *testing.T) {
 			}
 		}
 		key, _ := cs[0].Keys(name)
-		assertNoLockKey(t, nodes(n), key)
+		assertNoLockKey(t, nodes(t, n), key)
 	})
 }
 
 func TestOnlyHolderCanExtendOrRelease(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
-		c := newTestClient(t, nodes(n), nil)
+		c := newTestClient(t, nodes(t, n), nil)
 		name := fmt.Sprintf("holder-%d", n)
 		key, _ := c.Keys(name)
 		a, err := c.Acquire(t.Context(), name, 5*time.Second, nil)
@@ -96,7 +96,7 @@ func TestOnlyHolderCanExtendOrRelease(t *testing.T) {
 		}
 		// a's lease ends on the nodes (as if its process had paused);
 		// b takes the lock.
-		for _, nd := range nodes(n) {
+		for _, nd := range nodes(t, n) {
 			nd.PExpire(t.Context(), key, time.Millisecond)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -110,7 +110,7 @@ func TestOnlyHolderCanExtendOrRelease(t *testing.T) {
 		if err := a.Release(t.Context()); !errors.Is(err, ErrLost) {
 			t.Errorf("a.Release = %v; want ErrLost (it was lost before)", err)
 		}
-		for i, nd := range nodes(n) {
+		for i, nd := range nodes(t, n) {
 			// b's Acquire returned at its quorum: give its last grants time to land.
 			got, _ := nd.Get(t.Context(), key).Result()
 			for deadline := time.Now().Add(2 * time.Second); got == "" && time.Now().Before(deadline); {
@@ -127,6 +127,6 @@ func TestOnlyHolderCanExtendOrRelease(t *testing.T) {
 		if err := b.Release(t.Context()); err != nil {
 			t.Errorf("b.Release = %v", err)
 		}
-		assertNoLockKey(t, nodes(n), key)
+		assertNoLockKey(t, nodes(t, n), key)
 	})
 }

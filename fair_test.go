@@ -81,7 +81,7 @@ func enqueueDead(t testing.TB, c *Client, ns []redis.UniversalClient, name, toke
 // holdFair returns the first n nodes and a Client holding name on them (10s).
 func holdFair(t *testing.T, n int, name string) ([]redis.UniversalClient, *Client, *Lock) {
 	t.Helper()
-	ns := nodes(n)
+	ns := nodes(t, n)
 	holder := newTestClient(t, ns, nil)
 	l, err := holder.Acquire(context.Background(), name, 10*time.Second, nil)
 	if err != nil {
@@ -245,7 +245,7 @@ func TestFairCancelledWaiterLeavesQueue(t *testing.T) {
 }
 
 func TestFairTryLockNeverQueues(t *testing.T) {
-	ns := nodes(3)
+	ns := nodes(t, 3)
 	const name = "fair-try"
 	c := newTestClient(t, ns, nil)
 	ctx := context.Background()
@@ -369,7 +369,7 @@ func contend(t *testing.T, ns func(w int) []redis.UniversalClient, counts []int6
 }
 
 func TestFairQueueNoKeysLeftAfterContention(t *testing.T) {
-	ns := nodes(3)
+	ns := nodes(t, 3)
 	const name = "fair-nokeys"
 	stop := make(chan struct{})
 	time.AfterFunc(time.Second, func() { close(stop) })
@@ -396,7 +396,7 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 	const name, workers = "fair-blackhole", 4
 	nets := make([]*redlocktest.Net, workers)
 	for w := range nets {
-		n, err := cluster().NewNet(fmt.Sprintf("fair-w%d", w))
+		n, err := cluster(t).NewNet(fmt.Sprintf("fair-w%d", w))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +433,7 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 	}
 	// No key left but on the blackholed node, whose last entries expire
 	// (and vanish at the next script that looks).
-	ns := nodes(5)
+	ns := nodes(t, 5)
 	c := newTestClient(t, ns, nil)
 	key, _ := c.Keys(name)
 	assertNoLockKey(t, []redis.UniversalClient{ns[0], ns[2], ns[3], ns[4]}, key)
@@ -494,7 +494,7 @@ func TestFairLocalTurnQueuesWhenItComes(t *testing.T) {
 // fails at once, changing nothing (the lock key stays free); a barging one
 // does not look at the queue.
 func TestFairQueueKeyOfWrongType(t *testing.T) {
-	ns := nodes(3)
+	ns := nodes(t, 3)
 	const name = "fair-wrongtype"
 	c := newTestClient(t, ns, nil)
 	ctx := context.Background()

@@ -157,7 +157,7 @@ func TestWriteBackPastValidityFails(t *testing.T) {
 
 func TestExtendKeepsFence(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
-		c := newTestClient(t, nodes(n), nil)
+		c := newTestClient(t, nodes(t, n), nil)
 		name := fmt.Sprintf("extend-%d", n)
 		key, fenceKey := c.Keys(name)
 		l, err := c.Acquire(t.Context(), name, time.Second, nil)
@@ -177,7 +177,7 @@ func TestExtendKeepsFence(t *testing.T) {
 		// Acquire and Extend return at quorum: a slow node's grant may still
 		// be on its way, so the promise is about a quorum of nodes.
 		extended := 0
-		for i, nd := range nodes(n) {
+		for i, nd := range nodes(t, n) {
 			if ttl := nd.PTTL(t.Context(), key).Val(); ttl > 50*time.Second {
 				extended++
 			}
@@ -191,17 +191,17 @@ func TestExtendKeepsFence(t *testing.T) {
 		if err := l.Release(t.Context()); err != nil {
 			t.Errorf("Release = %v", err)
 		}
-		assertNoLockKey(t, nodes(n), key)
+		assertNoLockKey(t, nodes(t, n), key)
 	})
 }
 
 func TestFencesIncreaseAfterCountersDiverge(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
-		c := newTestClient(t, nodes(n), nil)
+		c := newTestClient(t, nodes(t, n), nil)
 		name := fmt.Sprintf("diverge-%d", n)
 		key, fenceKey := c.Keys(name)
 		// Counters far apart, so the first acquisitions need the write-back.
-		for i, nd := range nodes(n) {
+		for i, nd := range nodes(t, n) {
 			if err := nd.Set(t.Context(), fenceKey, (i*7919)%10007, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func TestFencesIncreaseAfterCountersDiverge(t *testing.T) {
 		}
 		// The write-back left a quorum of counters at the last fence.
 		atLast := 0
-		for _, nd := range nodes(n) {
+		for _, nd := range nodes(t, n) {
 			if v, _ := nd.Get(t.Context(), fenceKey).Uint64(); v >= last {
 				atLast++
 			}
@@ -230,18 +230,18 @@ func TestFencesIncreaseAfterCountersDiverge(t *testing.T) {
 		if atLast < c.Quorum() {
 			t.Errorf("%d counters at >= %d; want a quorum of %d", atLast, last, c.Quorum())
 		}
-		assertNoLockKey(t, nodes(n), key)
+		assertNoLockKey(t, nodes(t, n), key)
 	})
 }
 
 // Counters past 2^53 stay exact: the acquire script returns the counter as
 // a string, not through a Lua number.
 func TestFencesExactPast2to53(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "exact-2-53"
 	_, fenceKey := c.Keys(name)
 	const seed = 1<<53 + 1
-	for _, nd := range nodes(3) {
+	for _, nd := range nodes(t, 3) {
 		if err := nd.Set(t.Context(), fenceKey, uint64(seed), 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -261,11 +261,11 @@ func TestFencesExactPast2to53(t *testing.T) {
 // A corrupt counter fails the acquire at once, with a typed error, leaving
 // both keys as they were: no retry loop, no stray lock key.
 func TestBadCounterFailsCleanly(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	for _, bad := range []string{"abc", "-5", "007", "1.5", "9223372036854775807", "99999999999999999999"} {
 		name := "bad-counter"
 		key, fenceKey := c.Keys(name)
-		for _, nd := range nodes(3) {
+		for _, nd := range nodes(t, 3) {
 			if err := nd.Set(t.Context(), fenceKey, bad, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -280,8 +280,8 @@ func TestBadCounterFailsCleanly(t *testing.T) {
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("counter %q: Acquire took %v; want it to give up at once", bad, d)
 		}
-		assertNoLockKey(t, nodes(3), key)
-		for i, nd := range nodes(3) {
+		assertNoLockKey(t, nodes(t, 3), key)
+		for i, nd := range nodes(t, 3) {
 			if got, _ := nd.Get(t.Context(), fenceKey).Result(); got != bad {
 				t.Errorf("counter %q: node %d counter = %q; want it untouched", bad, i, got)
 			}

@@ -16,7 +16,7 @@ import (
 // waker that turns them into wake-ups, and its connections.
 
 func TestReleaseWakesWaiter(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	holder, err := c.Acquire(t.Context(), "wake", time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
 // A name contended in a loop keeps its release subscription between calls
 // for subscriptionLinger, then drops it.
 func TestQueueSubscriptionLingers(t *testing.T) {
-	ns := nodes(1)
+	ns := nodes(t, 1)
 	const name = "fair-linger"
 	_, holder, l := holdFair(t, 1, name)
 	c := newTestClient(t, ns, nil)
@@ -167,7 +167,7 @@ func TestQueueNoticeConnectionsOpenAtFirstWaitingAcquire(t *testing.T) {
 	client := func() *Client {
 		ns := make([]redis.UniversalClient, n)
 		for i := range ns {
-			rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i), OnConnect: func(context.Context, *redis.Conn) error {
+			rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i), OnConnect: func(context.Context, *redis.Conn) error {
 				dials[i].Add(1)
 				return nil
 			}})
@@ -231,7 +231,7 @@ func TestQueueNoticeRedialBacksOff(t *testing.T) {
 			return nil, errors.New("node down (test)")
 		}})
 	t.Cleanup(func() { _ = down.Close() })
-	c := newTestClient(t, []redis.UniversalClient{cluster().Client(0), cluster().Client(1), down}, nil)
+	c := newTestClient(t, []redis.UniversalClient{cluster(t).Client(0), cluster(t).Client(1), down}, nil)
 	l, err := c.Acquire(ctx, "notice-redial", 10*time.Second, nil) // opens the notice connections
 	if err != nil {
 		t.Fatalf("Acquire with one node of three down: %v", err)

@@ -3,6 +3,7 @@ package record_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,11 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/redlock-go/redlock/redlocktest/record"
 )
+
+func TestMain(m *testing.M) {
+	redlocktest.SkipExamplesWithoutDocker("^Example$")
+	os.Exit(m.Run())
+}
 
 func TestRecord(t *testing.T) {
 	cl := redlocktest.Start(t, 3, nil)
