@@ -1,7 +1,6 @@
 package guard_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -19,13 +18,7 @@ import (
 // store the Redis guard protects.
 var shared = redlocktest.Shared{N: 4}
 
-// quietLogger drops go-redis's log lines.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
 func TestMain(m *testing.M) {
-	redis.SetLogger(quietLogger{})
 	redlocktest.SkipExamplesWithoutDocker("^ExampleRedis$")
 	code := shared.Run(m)
 	if err := goleak.Find(); code == 0 && err != nil {
