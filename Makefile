@@ -69,7 +69,7 @@ $(STATICCHECK):
 redis-image:
 	bash scripts/redis-image.sh
 
-## postgres: install Debian's PostgreSQL server if missing (the SQLGuard tests start their own in a temp dir)
+## postgres: install Debian's PostgreSQL server if missing (the SQL guard tests, guard/, start their own in a temp dir)
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(SUDO) apt-get update && \

@@ -66,7 +66,7 @@ func without(rules []string, drop []string, add ...string) []string {
 }
 
 func TestACLMinimalUser(t *testing.T) {
-	admin := nodes(3)
+	admin := nodes(t, 3)
 	users := aclUser(t, admin, "locker", lockUserRules)
 	c := newTestClient(t, users, patient)
 	checkCycle(t, c, "acl")
@@ -195,7 +195,7 @@ func TestACLMissingPermission(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			admin := nodes(3)
+			admin := nodes(t, 3)
 			c := newTestClient(t, aclUser(t, admin, fmt.Sprintf("denied%d", i), tt.rules), nil)
 			// The default retry would go on until ctx ends: a permanent
 			// node error must end the wait at the first attempt.

@@ -79,7 +79,7 @@ func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquire
 // type), and leaves every key as it was: the common path checks it with
 // the INCR itself, and puts back what that INCR changed.
 func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, fenceKey = "redlock:{acquire-bad-counter}", "redlock:{acquire-bad-counter}:fence"
 	q, qt := queueKeys(key)
@@ -126,7 +126,7 @@ func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
 // granted with the incremented fence, refused with the holder's TTL, or
 // with no TTL and the caller's rank when it queues behind a waiter.
 func TestAcquireScriptReplies(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, fenceKey = "redlock:{acquire-replies}", "redlock:{acquire-replies}:fence"
 	q, qt := queueKeys(key)
@@ -168,22 +168,92 @@ func TestAcquireScriptReplies(t *testing.T) {
 // acquire fails with ErrBadCounter, and the counter is set back with the
 // commands the user may call.
 func TestAcquireBadCounterMinimalACL(t *testing.T) {
-	users := aclUser(t, nodes(3), "bad-counter-user", lockUserRules)
+	users := aclUser(t, nodes(t, 3), "bad-counter-user", lockUserRules)
 	c := newTestClient(t, users, nil)
 	name := "bad-counter-acl"
 	key, fenceKey := c.Keys(name)
-	for _, nd := range nodes(3) {
+	for _, nd := range nodes(t, 3) {
 		nd.Set(t.Context(), fenceKey, "-7", 0)
 	}
 	_, err := c.Acquire(t.Context(), name, time.Second, &AcquireOptions{Retry: NoRetry()})
 	if !errors.Is(err, ErrBadCounter) {
 		t.Errorf("Acquire over the counter -7 = %v; want ErrBadCounter", err)
 	}
-	assertNoLockKey(t, nodes(3), key)
-	for i, nd := range nodes(3) {
+	assertNoLockKey(t, nodes(t, 3), key)
+	for i, nd := range nodes(t, 3) {
 		if got := nd.Get(t.Context(), fenceKey).Val(); got != "-7" {
 			t.Errorf("node %d: counter %q; want \"-7\", untouched", i, got)
 		}
 		nd.Del(t.Context(), fenceKey)
 	}
+}
+
+func TestAcquireScriptAttempts(t *testing.T) {
+	c := newTestClient(t, nodes(t, 3), nil)
+	ls := c.newLease("idem", 10*time.Second, true)
+	cl := &call{leaveTurn: func() {}}
+	try := func(cl *call, attempt int) *Lock {
+		t.Helper()
+		l, qerr := c.try(t.Context(), cl, ls, attempt)
+		if l != nil {
+			t.Cleanup(func() { l.end(ErrReleased, 0) })
+			return l
+		}
+		if !errors.Is(qerr, ErrHeld) {
+			t.Fatalf("attempt %d: %v; want success or ErrHeld", attempt, qerr)
+		}
+		return nil
+	}
+	// holds checks every node once the calls still on their way (an
+	// attempt returns at its quorum) have landed.
+	holds := func(value string) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for i, nd := range nodes(t, 3) {
+			got, err := nd.Get(t.Context(), ls.key).Result()
+			for got != value && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+				got, err = nd.Get(t.Context(), ls.key).Result()
+			}
+			if got != value {
+				t.Errorf("node %d: GET %s = %q, %v; want %q", i, ls.key, got, err, value)
+			}
+		}
+	}
+	l1 := try(cl, 1)
+	// The reply was "lost": the same attempt is sent again and succeeds.
+	l1b := try(cl, 1)
+	if l1 == nil || l1b == nil {
+		t.Fatalf("attempt 1 and its resend = %v, %v; want both to succeed", l1, l1b)
+	}
+	if l1b.Fence() <= l1.Fence() {
+		t.Errorf("resent attempt fence %d; want > %d", l1b.Fence(), l1.Fence())
+	}
+	// A later attempt of the same call takes over attempt 1's key (a late
+	// grant of ours must not lock us out).
+	if try(cl, 2) == nil {
+		t.Fatalf("attempt 2 over attempt 1's key failed; want success")
+	}
+	holds(ls.value(2))
+	// A delayed request of attempt 1 never takes the key back, and its
+	// cleanup never deletes attempt 2's key. It is sent with its own call
+	// state: the call itself never goes back to an earlier attempt, and
+	// reusing it would make attempt 2's own late replies (still on their
+	// way from the last node) look stale and clean themselves up.
+	if l := try(&call{leaveTurn: func() {}}, 1); l != nil {
+		t.Errorf("delayed attempt 1 after attempt 2 succeeded; want ErrHeld")
+	}
+	c.cleanup(t.Context(), ls, ls.value(1), allNodes(3))
+	holds(ls.value(2))
+	c.releaseAll(t.Context(), ls)
+	assertNoLockKey(t, nodes(t, 3), ls.key)
+}
+
+// allNodes lists the indexes of n nodes.
+func allNodes(n int) []int {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }

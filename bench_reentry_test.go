@@ -12,7 +12,7 @@ import (
 func BenchmarkAcquireReleaseReentrant(b *testing.B) {
 	for _, n := range []int{1, 3, 5} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			c := newTestClient(b, nodes(n), nil)
+			c := newTestClient(b, nodes(b, n), nil)
 			ctx := context.Background()
 			opts := &AcquireOptions{Reentrant: true, Retry: NoRetry()}
 			name := fmt.Sprintf("bench-reentrant-%d", n)
@@ -30,7 +30,7 @@ func BenchmarkAcquireReleaseReentrant(b *testing.B) {
 }
 
 func BenchmarkReenterRelease(b *testing.B) {
-	c := newTestClient(b, nodes(3), nil)
+	c := newTestClient(b, nodes(b, 3), nil)
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "bench-reenter", time.Minute, &AcquireOptions{Reentrant: true, Retry: NoRetry()})
 	if err != nil {

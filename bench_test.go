@@ -18,7 +18,7 @@ import (
 func BenchmarkPingRound(b *testing.B) {
 	for _, n := range []int{1, 3, 5} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			ns := nodes(n)
+			ns := nodes(b, n)
 			ctx := context.Background()
 			for b.Loop() {
 				var g errgroup.Group
@@ -36,7 +36,7 @@ func BenchmarkPingRound(b *testing.B) {
 func BenchmarkSetNXDelRounds(b *testing.B) {
 	for _, n := range []int{1, 3, 5} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			ns := nodes(n)
+			ns := nodes(b, n)
 			ctx := context.Background()
 			key := fmt.Sprintf("bench-setnx-%d", n)
 			for b.Loop() {
@@ -62,7 +62,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	for _, fenced := range []bool{true, false} {
 		for _, n := range []int{1, 3, 5} {
 			b.Run(fmt.Sprintf("fence=%v/N=%d", fenced, n), func(b *testing.B) {
-				c := newTestClient(b, nodes(n), nil)
+				c := newTestClient(b, nodes(b, n), nil)
 				ctx := context.Background()
 				opts := &AcquireOptions{NoFence: !fenced, Retry: NoRetry()}
 				name := fmt.Sprintf("bench-%v-%d", fenced, n)

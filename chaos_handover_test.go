@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -90,7 +89,7 @@ func chaosHandover(t *testing.T, row string) {
 // report its overlap with the receiver's share.
 func controlHandoverUnconditional(t *testing.T, row string) {
 	r := handover(t, row, true)
-	caught := slices.ContainsFunc(r.rep.Overlaps, func(v redlocktest.Violation) bool { return involves(v, r.receiverShare) })
+	caught := slices.ContainsFunc(r.rep.Overlaps, func(v history.Violation) bool { return involves(v, r.receiverShare) })
 	if !caught {
 		t.Errorf("row %q: overlaps with the receiver's share = 0; want the rival that took the lock while it was valid reported:\n%s", row, r.rep)
 	}
@@ -101,7 +100,7 @@ func controlHandoverUnconditional(t *testing.T, row string) {
 // control to judge.
 type handoverRun struct {
 	e   *chaosEnv
-	rep *redlocktest.Report // checkLease of both shares
+	rep *history.Report // checkLease of both shares
 
 	sender        *redlock.Lock
 	receiverShare string // the receiver's share's token in the history
@@ -312,26 +311,26 @@ func handover(t *testing.T, row string, unconditional bool) *handoverRun {
 // first view, all of them): each share is held to mutual exclusion, fence
 // order and honest loss against every other hold, with its own deadline.
 // The counts and the store's invariants are the whole history's.
-func (e *chaosEnv) checkLease(shares ...string) *redlocktest.Report {
+func (e *chaosEnv) checkLease(shares ...string) *history.Report {
 	e.t.Helper()
 	opts := e.checkOptions()
 	events := e.rec.Events()
-	rep := redlocktest.Check(events, opts)
+	rep := history.Check(events, opts)
 	rep.Overlaps, rep.FenceOrder, rep.FenceTies, rep.LateLoss = nil, nil, nil, nil
 	for i, share := range shares {
-		view := slices.DeleteFunc(slices.Clone(events), func(ev redlocktest.Event) bool {
+		view := slices.DeleteFunc(slices.Clone(events), func(ev history.Event) bool {
 			switch ev.Kind {
 			case history.Acquire, history.AcquireFail, history.Extend, history.Release, history.Lost:
 				return ev.Token != share && slices.Contains(shares, ev.Token)
 			}
 			return false
 		})
-		vr := redlocktest.Check(view, opts)
-		keep := func(vs []redlocktest.Violation) []redlocktest.Violation {
+		vr := history.Check(view, opts)
+		keep := func(vs []history.Violation) []history.Violation {
 			if i == 0 {
 				return vs
 			}
-			return slices.DeleteFunc(vs, func(v redlocktest.Violation) bool { return !involves(v, share) })
+			return slices.DeleteFunc(vs, func(v history.Violation) bool { return !involves(v, share) })
 		}
 		rep.Overlaps = append(rep.Overlaps, keep(vr.Overlaps)...)
 		rep.FenceOrder = append(rep.FenceOrder, keep(vr.FenceOrder)...)
@@ -342,8 +341,8 @@ func (e *chaosEnv) checkLease(shares ...string) *redlocktest.Report {
 }
 
 // involves reports whether one of v's events is of the hold token.
-func involves(v redlocktest.Violation, token string) bool {
-	return slices.ContainsFunc(v.Events, func(ev redlocktest.Event) bool { return ev.Token == token })
+func involves(v history.Violation, token string) bool {
+	return slices.ContainsFunc(v.Events, func(ev history.Event) bool { return ev.Token == token })
 }
 
 // unconditionalExtendSrc is extend.lua as it was before a plain extend

@@ -239,7 +239,7 @@ func TestCloseEndsWaitInLocalTurn(t *testing.T) {
 	})
 	t.Run("behind its holder", func(t *testing.T) {
 		const name = "close-turn-holder"
-		ns := nodes(3)
+		ns := nodes(t, 3)
 		c := newTestClient(t, ns, nil)
 		key, _ := c.Keys(name)
 		held, err := c.Acquire(context.Background(), name, 10*time.Second, nil)
@@ -346,13 +346,13 @@ func TestCloseReleasesAttemptInFlight(t *testing.T) {
 			hook := &holdAnswers{holding: make(chan struct{}, 16), open: make(chan struct{})}
 			clients := make([]redis.UniversalClient, n)
 			for i := range n {
-				rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
+				rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i)})
 				t.Cleanup(func() { rc.Close() })
 				rc.AddHook(hook)
 				clients[i] = rc
 			}
 			// Loads the script on the nodes: the hook holds EVALSHA only.
-			assertFree(t, nodes(n), name)
+			assertFree(t, nodes(t, n), name)
 			c := newTestClient(t, clients, nil)
 			open := sync.OnceFunc(func() { close(hook.open) })
 			t.Cleanup(open) // before c.Close: nothing holds its calls then
@@ -374,8 +374,8 @@ func TestCloseReleasesAttemptInFlight(t *testing.T) {
 			collectClosed(t, results, 1, start, func() {})
 			<-closed
 			key, _ := c.Keys(name)
-			assertNoEntriesOf(t, nodes(n), key, c.waker.id)
-			assertFree(t, nodes(n), name)
+			assertNoEntriesOf(t, nodes(t, n), key, c.waker.id)
+			assertFree(t, nodes(t, n), name)
 		})
 	}
 }

@@ -117,7 +117,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // ends"): the lock still holds on the two others, a quorum.
 func TestSentinelNodeFailover(t *testing.T) {
 	s := redlocktest.StartSentinel(t, nil)
-	ns := append([]redis.UniversalClient{s.Client()}, nodes(2)...)
+	ns := append([]redis.UniversalClient{s.Client()}, nodes(t, 2)...)
 	holder := newTestClient(t, ns, patient)
 	rival := newTestClient(t, ns, patient)
 	const name = "sentinel-failover"
@@ -196,7 +196,7 @@ func TestClusterNode(t *testing.T) {
 	// Alone, every success is the Cluster's own: a Cluster that failed
 	// would be hidden by the quorum of the two others.
 	alone := newTestClient(t, []redis.UniversalClient{cc}, patient)
-	ns := append([]redis.UniversalClient{cc}, nodes(2)...)
+	ns := append([]redis.UniversalClient{cc}, nodes(t, 2)...)
 	holder := newTestClient(t, ns, patient)
 	rival := newTestClient(t, ns, patient)
 	const name = "cluster-lock"

@@ -10,7 +10,7 @@ import (
 )
 
 func TestDoReleasesOnReturnAndPanic(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "do-returns"
 	key, _ := c.Keys(name)
 	ran := false
@@ -21,14 +21,14 @@ func TestDoReleasesOnReturnAndPanic(t *testing.T) {
 	if err != nil || !ran {
 		t.Errorf("Do = %v (ran %v); want nil after running fn under the lock", err, ran)
 	}
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 
 	boom := errors.New("fn failed")
 	err = c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { return boom }, nil)
 	if !errors.Is(err, boom) || errors.Is(err, ErrLost) {
 		t.Errorf("Do with a failing fn = %v; want fn's error, not ErrLost", err)
 	}
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 
 	func() {
 		defer func() {
@@ -38,7 +38,7 @@ func TestDoReleasesOnReturnAndPanic(t *testing.T) {
 		}()
 		c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { panic("boom") }, &AcquireOptions{Reentrant: true})
 	}()
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 }
 
 func TestDoCancelsOnLoss(t *testing.T) {

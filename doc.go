@@ -69,9 +69,10 @@
 //
 // Two holds that overlap in time (possible only when Redlock's assumptions
 // break, say a clock jump during an acquisition) can reach the same F
-// through different majorities. So the guards ([FenceGuard], [RedisGuard],
-// [SQLGuard]) record the owner with the fence: they accept a fence above
-// the highest accepted, or equal to it from the same owner only. No two
+// through different majorities. So the guards of package
+// [github.com/redlock-go/redlock/guard] (in-process, Redis, SQL) record the
+// owner with the fence: they accept a fence above the highest accepted, or
+// equal to it from the same owner only. No two
 // holders ever both get an access accepted at one fence, and a stale
 // holder's lower fence is rejected: that keeps a store correct even when
 // the lock's own assumptions break. Fence 0 (fencing off) is refused.

@@ -202,3 +202,7 @@ func newFakeClient(t testing.TB, n int, opts *Options) (*Client, []*fakeNode) {
 	})
 	return c, fakes
 }
+
+// settle lets the goroutines a test leaves behind (calls to nodes that
+// answer late) finish: a synctest bubble must end with none left.
+func settle() { time.Sleep(time.Hour) }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestForceRelease(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "force-release"
 	key, fenceKey := c.Keys(name)
 	l := reentrant(t, c, name, time.Minute, "stuck job")
@@ -24,8 +24,8 @@ func TestForceRelease(t *testing.T) {
 			t.Errorf("node %d: %+v; want the re-entrant lock of %q deleted", i, b, l.Token())
 		}
 	}
-	assertNoLockKey(t, nodes(3), key)
-	for i, nd := range nodes(3) {
+	assertNoLockKey(t, nodes(t, 3), key)
+	for i, nd := range nodes(t, 3) {
 		if v, _ := nd.Get(t.Context(), fenceKey).Uint64(); v < l.Fence() {
 			t.Errorf("node %d: fence counter %d after ForceRelease; want it kept (>= %d)", i, v, l.Fence())
 		}
@@ -49,7 +49,7 @@ func TestForceRelease(t *testing.T) {
 }
 
 func TestForceReleaseWakesWaiter(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "force-release-wakes"
 	key, _ := c.Keys(name)
 	held, err := c.Acquire(t.Context(), name, time.Minute, nil)
@@ -57,7 +57,7 @@ func TestForceReleaseWakesWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(context.Background())
-	waiter := newTestClient(t, nodes(3), nil)
+	waiter := newTestClient(t, nodes(t, 3), nil)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -75,5 +75,5 @@ func TestForceReleaseWakesWaiter(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Errorf("waiter after ForceRelease = %v; want the lock (a TTL of 1m left would have made it time out)", err)
 	}
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 }

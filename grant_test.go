@@ -275,7 +275,7 @@ func TestGrantNotOverABadCounter(t *testing.T) {
 // attempt fails, cannot delete it; the call's release deletes it.
 func TestGrantKeptByTheCallsAttempts(t *testing.T) {
 	ctx := context.Background()
-	n := nodes(1)[0]
+	n := nodes(t, 1)[0]
 	c := newTestClient(t, []redis.UniversalClient{n}, nil)
 	key, fenceKey := c.Keys("grant-kept")
 	if err := n.Set(ctx, key, "keeptoken.0", time.Second).Err(); err != nil {
@@ -314,7 +314,7 @@ func TestGrantLeftByAGivingUpCall(t *testing.T) {
 	for _, gaveUp := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gaveUp=%v", gaveUp), func(t *testing.T) {
 			ctx := context.Background()
-			n := nodes(1)[0]
+			n := nodes(t, 1)[0]
 			c := newTestClient(t, []redis.UniversalClient{n}, nil)
 			key, _ := c.Keys(fmt.Sprintf("grant-leave-%v", gaveUp))
 			q, qt := queueKeys(key)
@@ -367,7 +367,7 @@ func TestGrantLeftByAGivingUpCall(t *testing.T) {
 // Mutual exclusion is checked on the way.
 func TestGrantPingPongBetweenTwoClients(t *testing.T) {
 	const each = 20
-	ns := nodes(3)
+	ns := nodes(t, 3)
 	name := "grant-ping-pong"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -440,7 +440,7 @@ func TestGrantPingPongBetweenTwoClients(t *testing.T) {
 // the lock in turn, one after the other.
 func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 	ctx := context.Background()
-	ns := nodes(5)
+	ns := nodes(t, 5)
 	const name = "grant-split"
 	holder := newTestClient(t, ns, nil)
 	key, _ := holder.Keys(name)

@@ -20,7 +20,7 @@ func inspect(t *testing.T, c *Client, name string) *LockState {
 }
 
 func TestInspectHeldFreeAndPartly(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	for _, reent := range []bool{false, true} {
 		name := fmt.Sprintf("inspect-%v", reent)
 		key, _ := c.Keys(name)
@@ -52,12 +52,12 @@ func TestInspectHeldFreeAndPartly(t *testing.T) {
 			}
 		}
 		// The key on one node of three: a minority holds it; a quorum is free.
-		deleteOn(t, nodes(3), key, 0, 1)
+		deleteOn(t, nodes(t, 3), key, 0, 1)
 		st = inspect(t, c, name)
 		if st.Held || !st.Free || st.Holder != l.Token() || st.HeldOn != 1 {
 			t.Errorf("%s partly held: Held %v Free %v Holder %q on %d; want a free quorum and the holder on 1", name, st.Held, st.Free, st.Holder, st.HeldOn)
 		}
-		deleteOn(t, nodes(3), key, 2)
+		deleteOn(t, nodes(t, 3), key, 2)
 		st = inspect(t, c, name)
 		if st.Held || !st.Free || st.Holder != "" || st.HeldOn != 0 {
 			t.Errorf("%s free: %+v; want free, no holder", name, st)
@@ -68,14 +68,14 @@ func TestInspectHeldFreeAndPartly(t *testing.T) {
 			}
 		}
 		l.Release(t.Context())
-		assertNoLockKey(t, nodes(3), key)
+		assertNoLockKey(t, nodes(t, 3), key)
 	}
 }
 
 func TestInspectUnreachableAndSplit(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer dead.Close()
-	ns := append(append([]redis.UniversalClient{}, nodes(2)...), dead)
+	ns := append(append([]redis.UniversalClient{}, nodes(t, 2)...), dead)
 	c := newTestClient(t, ns, &Options{NodeTimeout: 500 * time.Millisecond})
 	name := "inspect-unreachable"
 	key, _ := c.Keys(name)
@@ -84,15 +84,15 @@ func TestInspectUnreachableAndSplit(t *testing.T) {
 		t.Errorf("with node 2 unreachable: %+v; want node 2 unreachable and the lock free on the other two", st)
 	}
 	// One node holds it, one is free, one is down: neither held nor free.
-	nodes(1)[0].Set(t.Context(), key, "someoneX.1", time.Minute)
-	defer nodes(1)[0].Del(context.Background(), key)
+	nodes(t, 1)[0].Set(t.Context(), key, "someoneX.1", time.Minute)
+	defer nodes(t, 1)[0].Del(context.Background(), key)
 	st = inspect(t, c, name)
 	if st.Held || st.Free || st.Holder != "someoneX" {
 		t.Errorf("split: Held %v Free %v Holder %q; want unknown (neither) with holder someoneX", st.Held, st.Free, st.Holder)
 	}
 	// A key that is not a lock is that node's error, not a holder.
-	nodes(2)[1].RPush(t.Context(), key, "x")
-	defer nodes(2)[1].Del(context.Background(), key)
+	nodes(t, 2)[1].RPush(t.Context(), key, "x")
+	defer nodes(t, 2)[1].Del(context.Background(), key)
 	st = inspect(t, c, name)
 	if !st.Nodes[1].Reachable || st.Nodes[1].Err == nil || !strings.Contains(st.Nodes[1].Err.Error(), "not a lock") {
 		t.Errorf("node 1 with a list: %+v; want reachable with an error saying it is not a lock", st.Nodes[1])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,20 +16,15 @@ import (
 // shared is five Redis masters in containers, shared by the integration
 // tests; each test uses its own lock names and the first 1, 3 or 5 nodes.
 // Tests that stop nodes start a cluster of their own. It starts on first
-// use, so the tests of pure logic (fake nodes) run without Docker.
-var shared struct {
-	once sync.Once
-	c    *redlocktest.Cluster
-	err  error
-}
+// use, so the tests of pure logic (fake nodes) run without Docker; the
+// tests that need it are skipped when Docker is unreachable (failed with
+// CI set: see redlocktest.RequireDocker).
+var shared = redlocktest.Shared{N: 5}
 
 // cluster returns the shared cluster, starting it on first use.
-func cluster() *redlocktest.Cluster {
-	shared.once.Do(func() { shared.c, shared.err = redlocktest.New(5, nil) })
-	if shared.err != nil {
-		panic(fmt.Sprintf("starting the shared Redis containers: %v", shared.err))
-	}
-	return shared.c
+func cluster(t testing.TB) *redlocktest.Cluster {
+	t.Helper()
+	return shared.Cluster(t)
 }
 
 // quietLogger drops go-redis's log lines ("failed to dial" for every call
@@ -41,13 +35,8 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
-	code := m.Run()
-	if shared.c != nil {
-		if err := shared.c.Close(); err != nil && code == 0 {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
+	redlocktest.SkipExamplesWithoutDocker("^Example")
+	code := shared.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
@@ -58,7 +47,10 @@ func TestMain(m *testing.M) {
 }
 
 // nodes returns the shared cluster's first n clients.
-func nodes(n int) []redis.UniversalClient { return cluster().Clients()[:n] }
+func nodes(t testing.TB, n int) []redis.UniversalClient {
+	t.Helper()
+	return cluster(t).Clients()[:n]
+}
 
 // newTestClient returns a Client over nodes, closed when the test ends.
 // With nil opts the per-node timeout is 1s, not the 100ms default: the race

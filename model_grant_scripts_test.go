@@ -17,7 +17,7 @@ import (
 // then nodeGrant),
 // against the real scripts on a real Redis, for every small node state.
 func TestModelGrantStepsMatchScripts(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const name = "model-grant-conformance"
 	c := newTestClient(t, []redis.UniversalClient{rdb}, nil)

@@ -17,7 +17,7 @@ import (
 // model's conclusions hold for the library only as far as this agreement
 // goes; the model cannot drift from the scripts unnoticed.
 func TestModelStepsMatchScripts(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, ctrKey = "redlock:{model-conformance}", "redlock:{model-conformance}:fence"
 	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey}

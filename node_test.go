@@ -26,7 +26,7 @@ func (s scriptOnly) EvalSha(ctx context.Context, sha string, keys []string, args
 func TestNewWithNodesTakesScriptOnlyNodes(t *testing.T) {
 	var calls atomic.Int64
 	var ns []Node
-	for _, n := range nodes(3) {
+	for _, n := range nodes(t, 3) {
 		ns = append(ns, scriptOnly{Scripter: n, calls: &calls})
 	}
 	c, err := NewWithNodes(ns, &Options{NodeTimeout: time.Second})
@@ -60,7 +60,7 @@ func TestNewWithNodesTakesScriptOnlyNodes(t *testing.T) {
 		t.Errorf("waiter without release notices = %v; want the lock after the release", err)
 	}
 	key, _ := c.Keys("narrow")
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 
 	if _, err := NewWithNodes([]Node{ns[0], nil}, nil); err == nil || errors.Is(err, ErrNotAcquired) {
 		t.Errorf("NewWithNodes with a nil node = %v; want a configuration error", err)

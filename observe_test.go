@@ -1,7 +1,9 @@
 package redlock
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -89,6 +91,46 @@ func TestNoObserverNoRoundObserver(t *testing.T) {
 		}
 		if o := c2.newRoundObserver(EventRelease, "x"); o == nil || o.ev.Start.IsZero() {
 			t.Errorf("newRoundObserver with Observe = %v; want one with its start", o)
+		}
+	})
+}
+
+func TestObserveReportsLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var kinds []string
+		c, fakes := newFakeClient(t, 3, &Options{Observe: func(e Event) {
+			if e.Kind == EventNode {
+				return // each node's answers: TestObserveReportsNodeAnswers
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if e.Kind != EventAcquire && e.Token == "" {
+				t.Errorf("%v event without a token", e.Kind)
+			}
+			s := e.Kind.String()
+			if e.Auto {
+				s += "/auto"
+			}
+			if e.Err != nil {
+				s += "/err"
+			}
+			kinds = append(kinds, s)
+		}})
+		l := autoLock(t, c, "obs", 3*time.Second)
+		time.Sleep(1500 * time.Millisecond) // one automatic extend
+		l.Release(context.Background())
+		l2, err := c.Acquire(t.Context(), "obs", 3*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failFor(fakes, 2, time.Hour)
+		<-l2.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		want := "acquire extend/auto release acquire lost/err"
+		if got := strings.Join(kinds, " "); got != want {
+			t.Errorf("events = %q; want %q", got, want)
 		}
 	})
 }

@@ -16,7 +16,7 @@ import (
 func TestReentrantReleaseLeavesQueueWhereKeyIsForeign(t *testing.T) {
 	for _, reent := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "Reentrant"}[reent], func(t *testing.T) {
-			ns := nodes(3)
+			ns := nodes(t, 3)
 			c := newTestClient(t, ns, nil)
 			name := "foreign-queue-" + map[bool]string{false: "plain", true: "reentrant"}[reent]
 			key, fenceKey := c.Keys(name)

@@ -9,7 +9,7 @@ import (
 // and cleanup script of one form on a key of the other form with the
 // holder's own token: each must answer "not ours" and change nothing.
 func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, tok = "redlock:{reentrant-forms}", "T1x"
 	q, qt := queueKeys(key)
@@ -63,7 +63,7 @@ func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
 // removes nothing more, so it can never free the key of another hold (a
 // counter decremented twice would).
 func TestReentrantHoldReleaseIdempotent(t *testing.T) {
-	c := newTestClient(t, nodes(1), nil)
+	c := newTestClient(t, nodes(t, 1), nil)
 	name := "reentrant-resent"
 	key, _ := c.Keys(name)
 	outer := reentrant(t, c, name, 10*time.Second, "")
@@ -73,7 +73,7 @@ func TestReentrantHoldReleaseIdempotent(t *testing.T) {
 	}
 	q, qt := queueKeys(key)
 	for i := 0; i < 2; i++ {
-		got, err := holdReleaseScript.Run(t.Context(), nodes(1)[0], []string{key, q, qt}, inner.Token(), inner.ls.hold, "ch", "").Int64()
+		got, err := holdReleaseScript.Run(t.Context(), nodes(t, 1)[0], []string{key, q, qt}, inner.Token(), inner.ls.hold, "ch", "").Int64()
 		if want := []int64{2, 0}[i]; err != nil || got != want {
 			t.Errorf("release of the nested hold, send %d = %d, %v; want %d", i+1, got, err, want)
 		}
@@ -82,5 +82,5 @@ func TestReentrantHoldReleaseIdempotent(t *testing.T) {
 	if err := outer.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	assertNoLockKey(t, nodes(1), key)
+	assertNoLockKey(t, nodes(t, 1), key)
 }

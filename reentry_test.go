@@ -70,7 +70,7 @@ func wantHolds(t *testing.T, c *Client, name string, want int) {
 
 func TestReentrantNestedAcquireReleaseCounts(t *testing.T) {
 	forEachN(t, func(t *testing.T, n int) {
-		c := newTestClient(t, nodes(n), nil)
+		c := newTestClient(t, nodes(t, n), nil)
 		name := "reentrant-counts"
 		key, _ := c.Keys(name)
 		outer := reentrant(t, c, name, 10*time.Second, "")
@@ -108,7 +108,7 @@ func TestReentrantNestedAcquireReleaseCounts(t *testing.T) {
 		if err := inner1.Release(t.Context()); err != nil {
 			t.Fatalf("Release(inner1) = %v", err)
 		}
-		assertNoLockKey(t, nodes(n), key)
+		assertNoLockKey(t, nodes(t, n), key)
 		if _, err := outer.Reenter(t.Context(), time.Second, nil); !errors.Is(err, ErrNotAcquired) {
 			t.Errorf("Reenter of a released lock = %v; want ErrNotAcquired", err)
 		}
@@ -116,13 +116,13 @@ func TestReentrantNestedAcquireReleaseCounts(t *testing.T) {
 }
 
 func TestReentrantTTLNeverShortened(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "reentrant-ttl"
 	key, _ := c.Keys(name)
 	outer := reentrant(t, c, name, 20*time.Second, "")
 	pttls := func() []time.Duration {
 		var out []time.Duration
-		for _, nd := range nodes(3) {
+		for _, nd := range nodes(t, 3) {
 			out = append(out, nd.PTTL(t.Context(), key).Val())
 		}
 		return out
@@ -162,19 +162,19 @@ func TestReentrantTTLNeverShortened(t *testing.T) {
 			t.Fatalf("Release = %v", err)
 		}
 	}
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 }
 
 func TestReentrantCrashedHolderFreesAfterTTL(t *testing.T) {
 	name := "reentrant-crash"
-	crashed := newTestClient(t, nodes(3), nil)
+	crashed := newTestClient(t, nodes(t, 3), nil)
 	outer := reentrant(t, crashed, name, 700*time.Millisecond, "job 7")
 	if _, err := outer.Reenter(t.Context(), 700*time.Millisecond, nil); err != nil {
 		t.Fatalf("Reenter = %v", err)
 	}
 	crashed.Close() // no release: the holder is gone
 
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	if _, err := c.Acquire(t.Context(), name, time.Second, &AcquireOptions{Retry: NoRetry()}); !errors.Is(err, ErrHeld) {
 		t.Fatalf("Acquire while the crashed holder's TTL runs = %v; want ErrHeld", err)
 	}
@@ -191,11 +191,11 @@ func TestReentrantCrashedHolderFreesAfterTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := c.Keys(name)
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 }
 
 func TestReentrantAndPlainExclude(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "reentrant-vs-plain"
 	key, _ := c.Keys(name)
 	try := &AcquireOptions{Retry: NoRetry()}
@@ -225,12 +225,12 @@ func TestReentrantAndPlainExclude(t *testing.T) {
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		assertNoLockKey(t, nodes(3), key)
+		assertNoLockKey(t, nodes(t, 3), key)
 	}
 }
 
 func TestReentrantMetadataAndBadInput(t *testing.T) {
-	c := newTestClient(t, nodes(1), nil)
+	c := newTestClient(t, nodes(t, 1), nil)
 	_, err := c.Acquire(t.Context(), "meta-too-long", time.Second, &AcquireOptions{Metadata: strings.Repeat("x", MaxMetadataLen+1)})
 	if err == nil || !strings.HasPrefix(err.Error(), "redlock: Metadata of 257 bytes") {
 		t.Errorf("Acquire with long Metadata = %v; want a redlock: error naming its size", err)
@@ -240,7 +240,7 @@ func TestReentrantMetadataAndBadInput(t *testing.T) {
 	}
 	for _, name := range []string{"meta-too-long", "meta-bad"} {
 		key, _ := c.Keys(name)
-		assertNoLockKey(t, nodes(1), key)
+		assertNoLockKey(t, nodes(t, 1), key)
 	}
 	plain, err := c.Acquire(t.Context(), "reenter-plain", time.Second, nil)
 	if err != nil {
@@ -266,7 +266,7 @@ func deleteOn(t *testing.T, ns []redis.UniversalClient, key string, which ...int
 // lock stays queued while any hold is left, and is woken when the last one
 // goes (the hold release script announces the release as release.lua does).
 func TestReentrantWaiterWokenByLastHold(t *testing.T) {
-	c := newTestClient(t, nodes(3), nil)
+	c := newTestClient(t, nodes(t, 3), nil)
 	name := "reentrant-waiter"
 	key, _ := c.Keys(name)
 	outer := reentrant(t, c, name, time.Minute, "")
@@ -274,7 +274,7 @@ func TestReentrantWaiterWokenByLastHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := newTestClient(t, nodes(3), nil)
+	waiter := newTestClient(t, nodes(t, 3), nil)
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -300,5 +300,5 @@ func TestReentrantWaiterWokenByLastHold(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Errorf("waiter after the last hold was released = %v; want the lock (the holds had a minute left)", err)
 	}
-	assertNoLockKey(t, nodes(3), key)
+	assertNoLockKey(t, nodes(t, 3), key)
 }

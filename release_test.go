@@ -367,3 +367,29 @@ func TestSubscriptionFailureIsLogged(t *testing.T) {
 		t.Errorf("subscription logs = %v; want node fake0's failure with its error", got)
 	}
 }
+
+func TestReleaseEndsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fakes := newFakeClient(t, 3, nil)
+		l := autoLock(t, c, "rel", time.Second)
+		ctx := l.Context(t.Context())
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+		if !errors.Is(l.Err(), ErrReleased) || !errors.Is(context.Cause(ctx), ErrReleased) {
+			t.Errorf("Err() = %v, Cause(ctx) = %v; want ErrReleased", l.Err(), context.Cause(ctx))
+		}
+		if err := l.Release(t.Context()); !errors.Is(err, ErrReleased) {
+			t.Errorf("second Release = %v; want ErrReleased", err)
+		}
+		if err := l.Extend(t.Context(), time.Second); !errors.Is(err, ErrReleased) {
+			t.Errorf("Extend after Release = %v; want ErrReleased", err)
+		}
+		synctest.Wait() // Release returned at quorum: the last delete may still be on its way
+		for i, f := range fakes {
+			if _, ok := f.get("redlock:{rel}"); ok {
+				t.Errorf("node %d still holds the key", i)
+			}
+		}
+	})
+}

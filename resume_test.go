@@ -12,8 +12,8 @@ import (
 func TestResumeFromSecondClient(t *testing.T) {
 	for _, reent := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "Reentrant"}[reent], func(t *testing.T) {
-			a := newTestClient(t, nodes(3), nil)
-			b := newTestClient(t, nodes(3), nil)
+			a := newTestClient(t, nodes(t, 3), nil)
+			b := newTestClient(t, nodes(t, 3), nil)
 			name := "resume-" + map[bool]string{false: "plain", true: "reentrant"}[reent]
 			key, _ := a.Keys(name)
 			l, err := a.Acquire(t.Context(), name, 10*time.Second, &AcquireOptions{Reentrant: reent})
@@ -53,13 +53,13 @@ func TestResumeFromSecondClient(t *testing.T) {
 				}
 			} else {
 				// One lease shared: the key is gone for both.
-				assertNoLockKey(t, nodes(3), key)
+				assertNoLockKey(t, nodes(t, 3), key)
 				if err := l.Extend(t.Context(), 5*time.Second); !errors.Is(err, ErrLost) {
 					t.Errorf("sender's Extend after the resumed lock was released = %v; want ErrLost", err)
 				}
 			}
 			l.Release(t.Context())
-			assertNoLockKey(t, nodes(3), key)
+			assertNoLockKey(t, nodes(t, 3), key)
 		})
 	}
 }
@@ -78,7 +78,7 @@ func forged(c *Client, name string, ttl time.Duration, reent bool) *Lock {
 func TestResumeWrongTokenRejected(t *testing.T) {
 	for _, reent := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "Reentrant"}[reent], func(t *testing.T) {
-			c := newTestClient(t, nodes(3), nil)
+			c := newTestClient(t, nodes(t, 3), nil)
 			name := "wrong-token-" + map[bool]string{false: "plain", true: "reentrant"}[reent]
 			key, _ := c.Keys(name)
 			l, err := c.Acquire(t.Context(), name, 10*time.Second, &AcquireOptions{Reentrant: reent})
@@ -89,7 +89,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 			wantHolds(t, c, name, 1) // the last node's answer has landed
 			snapshot := func() []string {
 				var out []string
-				for _, nd := range nodes(3) {
+				for _, nd := range nodes(t, 3) {
 					if reent {
 						out = append(out, strings.Join(nd.HKeys(t.Context(), key).Val(), ","))
 					} else {
@@ -119,7 +119,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 			if after := snapshot(); strings.Join(after, "|") != strings.Join(before, "|") {
 				t.Errorf("keys after a wrong token's resume, extend and release: %q; want unchanged %q", after, before)
 			}
-			for i, nd := range nodes(3) {
+			for i, nd := range nodes(t, 3) {
 				if d := nd.PTTL(t.Context(), key).Val(); d > 10*time.Second || d <= 0 {
 					t.Errorf("node %d: PTTL %v; want the holder's 10s, not the forger's 30s", i, d)
 				}
@@ -127,7 +127,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 			if err := l.Release(t.Context()); err != nil {
 				t.Fatalf("Release = %v", err)
 			}
-			assertNoLockKey(t, nodes(3), key)
+			assertNoLockKey(t, nodes(t, 3), key)
 		})
 	}
 }
@@ -138,7 +138,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 func TestReentrantEventsTellHoldsApart(t *testing.T) {
 	var mu sync.Mutex
 	holds := map[EventKind][]string{}
-	c := newTestClient(t, nodes(1), &Options{NodeTimeout: time.Second, Observe: func(e Event) {
+	c := newTestClient(t, nodes(t, 1), &Options{NodeTimeout: time.Second, Observe: func(e Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		holds[e.Kind] = append(holds[e.Kind], e.Hold)

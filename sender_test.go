@@ -98,7 +98,7 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 			hooks := make([]*gateHook, n)
 			clients := make([]redis.UniversalClient, n)
 			for i := range n {
-				rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
+				rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i)})
 				t.Cleanup(func() { rc.Close() })
 				hooks[i] = &gateHook{open: make(chan struct{}), armed: i == 0} // only node 0 holds an answer
 				rc.AddHook(hooks[i])
@@ -210,7 +210,7 @@ func TestSenderSendsCallsPastTheirDeadline(t *testing.T) {
 	gate := &gateHook{open: make(chan struct{})}
 	clients := make([]redis.UniversalClient, n)
 	for i := range n {
-		rc := redis.NewClient(&redis.Options{Addr: cluster().Addr(i)})
+		rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i)})
 		t.Cleanup(func() { rc.Close() })
 		if i == 0 {
 			rc.AddHook(gate)

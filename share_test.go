@@ -105,9 +105,9 @@ func TestSharesNeverShortenEachOther(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := newTestClient(t, nodes(3), nil)
-			b := newTestClient(t, nodes(3), nil)
-			rival := newTestClient(t, nodes(3), nil)
+			a := newTestClient(t, nodes(t, 3), nil)
+			b := newTestClient(t, nodes(t, 3), nil)
+			rival := newTestClient(t, nodes(t, 3), nil)
 			name := "shares-" + t.Name()
 			s, err := a.Acquire(t.Context(), name, tc.senderTTL, &AcquireOptions{Reentrant: tc.reentrant, AutoExtend: tc.autoSender})
 			if err != nil {
@@ -147,7 +147,7 @@ func TestSharesNeverShortenEachOther(t *testing.T) {
 // share) gave the key. The key lives 5 minutes; each asks for 1 minute.
 func TestScriptsNeverShortenAPlainKey(t *testing.T) {
 	ctx := t.Context()
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	cases := []struct {
 		what string
 		held string // the key's value, for the call "T1"
@@ -221,7 +221,7 @@ func (s stuckExtends) EvalSha(ctx context.Context, sha string, keys []string, ar
 func TestFailedExtendOfOneShareKeepsTheOthers(t *testing.T) {
 	unstuck := make(chan struct{})
 	var ns []Node
-	for _, n := range nodes(3) {
+	for _, n := range nodes(t, 3) {
 		ns = append(ns, stuckExtends{n, unstuck})
 	}
 	a, err := NewWithNodes(ns, &Options{NodeTimeout: 200 * time.Millisecond})
@@ -230,8 +230,8 @@ func TestFailedExtendOfOneShareKeepsTheOthers(t *testing.T) {
 	}
 	t.Cleanup(func() { a.Close() })
 	t.Cleanup(func() { close(unstuck) }) // before Close, which joins the calls
-	b := newTestClient(t, nodes(3), nil)
-	rival := newTestClient(t, nodes(3), nil)
+	b := newTestClient(t, nodes(t, 3), nil)
+	rival := newTestClient(t, nodes(t, 3), nil)
 	name := "shares-failed-extend"
 	s, err := a.Acquire(t.Context(), name, 10*time.Second, nil)
 	if err != nil {

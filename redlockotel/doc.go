@@ -60,7 +60,8 @@
 //
 // A lock's token is the secret proof that one holds it: whoever knows it can
 // extend or release the lock. It is never put in an attribute, an event or a
-// status. [WithOwnerID] records [redlock.OwnerID] of it instead (a hash the
+// status. [WithOwnerID] records
+// [github.com/redlock-go/redlock/guard.OwnerID] of it instead (a hash the
 // fenced guards record too), off by default. Errors are recorded with their
 // messages, which name locks and node addresses, never tokens or passwords.
 package redlockotel

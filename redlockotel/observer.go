@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -169,7 +170,7 @@ func (o *Observer) spanAttrs(e redlock.Event) []attribute.KeyValue {
 		kv = append(kv, keyFence.Int64(int64(e.Fence)))
 	}
 	if o.cfg.ownerID && e.Token != "" {
-		kv = append(kv, keyOwnerID.String(redlock.OwnerID(e.Token)))
+		kv = append(kv, keyOwnerID.String(guard.OwnerID(e.Token)))
 	}
 	return kv
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -361,7 +362,7 @@ func TestOTelTokenNeverRecorded(t *testing.T) {
 			}
 			// Control: the scan sees attributes; the owner id is there
 			// exactly when asked for.
-			if has := strings.Contains(all, "redlock.owner_id="+redlock.OwnerID(tok)); has != opt {
+			if has := strings.Contains(all, "redlock.owner_id="+guard.OwnerID(tok)); has != opt {
 				t.Errorf("WithOwnerID %v: owner id of %q exported: %v", opt, tok, has)
 			}
 		}

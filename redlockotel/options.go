@@ -41,9 +41,10 @@ func WithLockName() Option {
 	return func(c *config) { c.lockName = true }
 }
 
-// WithOwnerID adds the attribute redlock.owner_id, [redlock.OwnerID] of the
-// lock's token, to the spans of acquired locks, to tell holders apart. Off
-// by default. The token itself is never recorded.
+// WithOwnerID adds the attribute redlock.owner_id,
+// [github.com/redlock-go/redlock/guard.OwnerID] of the lock's token, to the
+// spans of acquired locks, to tell holders apart. Off by default. The token
+// itself is never recorded.
 func WithOwnerID() Option {
 	return func(c *config) { c.ownerID = true }
 }

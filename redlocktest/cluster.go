@@ -143,10 +143,12 @@ func started[T interface{ Close() error }](tb testing.TB, c T, err error) T {
 	return c
 }
 
-// Start is New for tests: it calls tb.Fatalf if New fails and registers
-// Close with tb.Cleanup, reporting a Close error with tb.Errorf.
+// Start is New for tests: it skips tb if Docker is unreachable (see
+// [RequireDocker]), calls tb.Fatalf if New fails and registers Close with
+// tb.Cleanup, reporting a Close error with tb.Errorf.
 func Start(tb testing.TB, n int, opts *Options) *Cluster {
 	tb.Helper()
+	RequireDocker(tb)
 	c, err := New(n, opts)
 	return started(tb, c, err)
 }

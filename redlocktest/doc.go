@@ -60,7 +60,7 @@
 // tests import this package). Package
 // [github.com/redlock-go/redlock/redlocktest/history] holds the history,
 // the checker, the HTML timeline and a JSON format to save a history; it
-// needs no Docker. The names of history are also available here.
+// needs no Docker.
 //
 // # Deployments
 //
@@ -82,6 +82,18 @@
 // Sentinel and Redis Cluster announce the containers' addresses on the
 // Docker bridge network, which the test process must reach (it does on
 // Linux, where Docker runs on the same host).
+//
+// # Without Docker
+//
+// [Start], [StartTLS], [StartSentinel], [StartRedisCluster] and
+// [Shared.Cluster] skip the test when Docker is unreachable, with one line
+// saying what it needs, so that `go test ./...` on a machine without
+// Docker still runs every test that needs no container. With the
+// environment variable CI set ([CIEnv]) they fail it instead: CI must never
+// skip them. [RequireDocker] does the same for a test that calls New
+// itself; [SkipExamplesWithoutDocker], called in TestMain, for the
+// examples that start containers. [Shared] is a cluster that the tests of
+// a package share, started by the first test that needs it.
 //
 // # Images and cleanup
 //

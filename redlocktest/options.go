@@ -1,7 +1,6 @@
 package redlocktest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"time"
@@ -83,18 +82,11 @@ func prepare(opts *Options) (o Options, pool *dockertest.Pool, repo, tag string,
 	if err != nil {
 		return o, nil, "", "", err
 	}
-	pool, err = dockertest.NewPool("")
+	pool, err = dockerPool()
 	if err != nil {
-		return o, nil, "", "", fmt.Errorf("redlocktest: cannot create a Docker client (check DOCKER_HOST): %w", err)
+		return o, nil, "", "", err
 	}
 	pool.MaxWait = readyWait
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err = pool.Client.PingWithContext(ctx)
-	cancel()
-	if err != nil {
-		return o, nil, "", "", fmt.Errorf("redlocktest: Docker is not reachable at %s (is the Docker daemon running? set DOCKER_HOST to use another one): %w",
-			pool.Client.Endpoint(), err)
-	}
 	ref := repo + ":" + tag
 	if err := ensureImage(pool, ref); err != nil {
 		return o, nil, "", "", err

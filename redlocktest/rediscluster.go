@@ -112,11 +112,13 @@ func (c *RedisCluster) start(masters int) error {
 	})
 }
 
-// StartRedisCluster is NewRedisCluster for tests: it calls tb.Fatalf if
-// NewRedisCluster fails and registers Close with tb.Cleanup, reporting a
-// Close error with tb.Errorf.
+// StartRedisCluster is NewRedisCluster for tests: it skips tb if Docker
+// is unreachable (see [RequireDocker]), calls tb.Fatalf if NewRedisCluster
+// fails and registers Close with tb.Cleanup, reporting a Close error with
+// tb.Errorf.
 func StartRedisCluster(tb testing.TB, masters int, opts *Options) *RedisCluster {
 	tb.Helper()
+	RequireDocker(tb)
 	c, err := NewRedisCluster(masters, opts)
 	return started(tb, c, err)
 }

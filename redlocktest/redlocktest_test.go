@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	redlocktest.SkipExamplesWithoutDocker("^Example")
 	goleak.VerifyTestMain(m)
 }
 
@@ -209,6 +210,7 @@ func TestArgs(t *testing.T) {
 
 func TestBadArgs(t *testing.T) {
 	t.Parallel()
+	redlocktest.RequireDocker(t)
 	begin := time.Now()
 	c, err := redlocktest.New(1, &redlocktest.Options{Args: []string{"--no-such-directive", "x"}})
 	if err == nil {
@@ -228,6 +230,7 @@ func TestBadArgs(t *testing.T) {
 // PATH) fails New with an error that says what to do. TestImageBuilt
 // covers the image made.
 func TestImageMissing(t *testing.T) {
+	redlocktest.RequireDocker(t)
 	t.Setenv("PATH", t.TempDir())
 	c, err := redlocktest.New(3, &redlocktest.Options{Image: "redlocktest-no-such-image:0"})
 	if err == nil {

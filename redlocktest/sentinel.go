@@ -130,11 +130,13 @@ func (s *Sentinel) until(what string, cond func(ctx context.Context) bool) error
 	}
 }
 
-// StartSentinel is NewSentinel for tests: it calls tb.Fatalf if
-// NewSentinel fails and registers Close with tb.Cleanup, reporting a Close
-// error with tb.Errorf.
+// StartSentinel is NewSentinel for tests: it skips tb if Docker is
+// unreachable (see [RequireDocker]), calls tb.Fatalf if NewSentinel fails
+// and registers Close with tb.Cleanup, reporting a Close error with
+// tb.Errorf.
 func StartSentinel(tb testing.TB, opts *Options) *Sentinel {
 	tb.Helper()
+	RequireDocker(tb)
 	c, err := NewSentinel(opts)
 	return started(tb, c, err)
 }

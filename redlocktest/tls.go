@@ -118,10 +118,12 @@ func (c *TLSCluster) startNode(args []string, files map[string][]byte, plain boo
 	return c.d.waitReady(s, func(ctx context.Context) error { return cl.Ping(ctx).Err() })
 }
 
-// StartTLS is NewTLS for tests: it calls tb.Fatalf if NewTLS fails and
-// registers Close with tb.Cleanup, reporting a Close error with tb.Errorf.
+// StartTLS is NewTLS for tests: it skips tb if Docker is unreachable (see
+// [RequireDocker]), calls tb.Fatalf if NewTLS fails and registers Close
+// with tb.Cleanup, reporting a Close error with tb.Errorf.
 func StartTLS(tb testing.TB, n int, opts *TLSOptions) *TLSCluster {
 	tb.Helper()
+	RequireDocker(tb)
 	c, err := NewTLS(n, opts)
 	return started(tb, c, err)
 }

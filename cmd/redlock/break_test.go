@@ -14,7 +14,7 @@ func TestBreakNeedsYes(t *testing.T) {
 	name := lockName(t)
 	holdLock(t, name, time.Minute)
 	t.Setenv("REDLOCK_YES", "true") // left over in a shell: must not count
-	code, stdout, stderr := runCLI(t, "break", "--nodes", nodesFlag(), name)
+	code, stdout, stderr := runCLI(t, "break", "--nodes", nodesFlag(t), name)
 	if code != exitUsage || !strings.Contains(stderr, "without --yes") || stdout != "" {
 		t.Errorf("break without --yes = %d, %q, %q; want %d and a message asking for --yes", code, stdout, stderr, exitUsage)
 	}
@@ -26,7 +26,7 @@ func TestBreakNeedsYes(t *testing.T) {
 func TestBreak(t *testing.T) {
 	name := lockName(t)
 	l := holdLock(t, name, time.Minute)
-	code, stdout, stderr := runCLI(t, "break", "--yes", "--nodes", nodesFlag(), name)
+	code, stdout, stderr := runCLI(t, "break", "--yes", "--nodes", nodesFlag(t), name)
 	if code != exitOK || strings.Count(stdout, "lock of token "+l.Token()) != 3 || !strings.Contains(stdout, "deleted on 3 of 3 nodes") {
 		t.Errorf("break --yes = %d:\n%s%s\nwant 0, the full token deleted on 3 nodes", code, stdout, stderr)
 	}
@@ -36,13 +36,13 @@ func TestBreak(t *testing.T) {
 	if err := l.Extend(context.Background(), time.Minute); !errors.Is(err, redlock.ErrLost) {
 		t.Errorf("the broken holder's Extend = %v; want ErrLost", err)
 	}
-	code, stdout, _ = runCLI(t, "break", "--yes", "--nodes", nodesFlag(), name)
+	code, stdout, _ = runCLI(t, "break", "--yes", "--nodes", nodesFlag(t), name)
 	if code != exitOK || strings.Count(stdout, "nothing (free)") != 3 {
 		t.Errorf("break of a free lock = %d:\n%s\nwant 0, nothing deleted", code, stdout)
 	}
 	// A node down: its key stays, and break says so.
 	holdLock(t, name, time.Minute)
-	code, stdout, stderr = runCLI(t, "break", "--yes", "--nodes", nodesFlag()+",redis://127.0.0.1:1", name)
+	code, stdout, stderr = runCLI(t, "break", "--yes", "--nodes", nodesFlag(t)+",redis://127.0.0.1:1", name)
 	if code != exitFailure || !strings.Contains(stdout, "failed:") || !strings.Contains(stderr, "some nodes failed") {
 		t.Errorf("break with a node down = %d:\n%s%s\nwant %d naming the failed node", code, stdout, stderr, exitFailure)
 	}

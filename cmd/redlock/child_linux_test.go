@@ -142,7 +142,7 @@ func TestRunTerminalRead(t *testing.T) {
 	dir := t.TempDir()
 	m, pidf := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
 	script := `echo $$ > "$P"; read line; echo "got $line" >> "$M"; (while [ ! -e "$M.go" ]; do sleep 0.05; done) & exit 4`
-	p := startCLIWith(t, tty.attach, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(), lockName(t), "--", "sh", "-c", script)
+	p := startCLIWith(t, tty.attach, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(t), lockName(t), "--", "sh", "-c", script)
 	child := pidFrom(t, pidf, p)
 	tty.waitForeground(t, child, "the command's group")
 	tty.typeIn(t, "hello\n")
@@ -174,7 +174,7 @@ func ctrlZ(t *testing.T, tty *pty, ttl string) (*proc, int, string) {
 	dir := t.TempDir()
 	m, pidf := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
 	script := `trap 'echo term >> "$M"; exit 9' TERM; echo $$ > "$P"; read line; echo "got $line" >> "$M"`
-	p := startCLIWith(t, tty.attach, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(), "--ttl", ttl, "--grace", "200ms", lockName(t), "--", "sh", "-c", script)
+	p := startCLIWith(t, tty.attach, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(t), "--ttl", ttl, "--grace", "200ms", lockName(t), "--", "sh", "-c", script)
 	child := pidFrom(t, pidf, p)
 	tty.typeIn(t, "\x1a") // the terminal's VSUSP, Ctrl-Z
 	waitState(t, child, "stopped", stopped)
@@ -239,7 +239,7 @@ func TestRunHoldsWhileGroupLives(t *testing.T) {
 	dir := t.TempDir()
 	m, pidf := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
 	script := `echo $$ > "$P"; (while [ ! -e "$M.go" ]; do sleep 0.05; done; echo bg-done >> "$M") & exit 6`
-	p := startCLIEnv(t, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(), lockName(t), "--", "sh", "-c", script)
+	p := startCLIEnv(t, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(t), lockName(t), "--", "sh", "-c", script)
 	child := pidFrom(t, pidf, p)
 	waitState(t, child, "gone", dead)
 	select {
@@ -276,7 +276,7 @@ func TestRunKillOnLossWholeGroup(t *testing.T) {
 			name := lockName(t)
 			dir := t.TempDir()
 			m, pidf := filepath.Join(dir, "marker"), filepath.Join(dir, "pid")
-			p := startCLIEnv(t, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(), "--ttl", "3s", "--grace", "300ms", name, "--", "sh", "-c", tt.script)
+			p := startCLIEnv(t, []string{"M=" + m, "P=" + pidf}, "run", "--nodes", nodesFlag(t), "--ttl", "3s", "--grace", "300ms", name, "--", "sh", "-c", tt.script)
 			waitFile(t, m, "started", p)
 			grandchild := pidFrom(t, pidf, p)
 			deleteLockKeys(t, name, 2)
@@ -301,7 +301,7 @@ func TestRunParentDeath(t *testing.T) {
 	dir := t.TempDir()
 	pidf, gpidf := filepath.Join(dir, "pid"), filepath.Join(dir, "gpid")
 	script := `sleep 30 & echo $! > "$G"; echo $$ > "$P"; exec sleep 30`
-	p := startCLIEnv(t, []string{"P=" + pidf, "G=" + gpidf}, "run", "--nodes", nodesFlag(), lockName(t), "--", "sh", "-c", script)
+	p := startCLIEnv(t, []string{"P=" + pidf, "G=" + gpidf}, "run", "--nodes", nodesFlag(t), lockName(t), "--", "sh", "-c", script)
 	child, grandchild := pidFrom(t, pidf, p), pidFrom(t, gpidf, p)
 	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 	if !alive(child) || !alive(grandchild) {

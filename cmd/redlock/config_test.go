@@ -178,13 +178,13 @@ func TestRunCredentialsNeverShown(t *testing.T) {
 func TestRunEncodedPassword(t *testing.T) {
 	// A percent-encoded password with , / # ? @ % works on real nodes.
 	ctx := t.Context()
-	for i, c := range cluster.Clients() {
+	for i, c := range cluster(t).Clients() {
 		if err := c.Do(ctx, "ACL", "SETUSER", "enc-user", "on", ">"+secret, "~*", "&*", "+@all").Err(); err != nil {
 			t.Fatalf("node %d: ACL SETUSER: %v", i, err)
 		}
 	}
 	var urls []string
-	for _, a := range cluster.Addrs() {
+	for _, a := range cluster(t).Addrs() {
 		urls = append(urls, encodedURL("enc-user", a))
 	}
 	p := startCLIEnv(t, []string{nodesEnv + "=" + strings.Join(urls, ",")}, "run", lockName(t), "--", "sh", "-c", `echo "[${REDLOCK_NODES-unset}]"`)
@@ -217,7 +217,7 @@ func TestRunEnvFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := append([]string{nodesEnv + "=" + nodesFlag()}, tt.env...)
+			env := append([]string{nodesEnv + "=" + nodesFlag(t)}, tt.env...)
 			args := append(append([]string{"run"}, tt.args...), name, "--", "echo", "ran")
 			p := startCLIEnv(t, env, args...)
 			code := p.wait(t)
@@ -230,7 +230,7 @@ func TestRunEnvFallback(t *testing.T) {
 		})
 	}
 	// status too: a bad $REDLOCK_TIMEOUT is a usage error naming it.
-	p := startCLIEnv(t, []string{nodesEnv + "=" + nodesFlag(), "REDLOCK_TIMEOUT=x"}, "status", name)
+	p := startCLIEnv(t, []string{nodesEnv + "=" + nodesFlag(t), "REDLOCK_TIMEOUT=x"}, "status", name)
 	if code := p.wait(t); code != exitUsage || !strings.Contains(p.stderr.String(), "$REDLOCK_TIMEOUT") {
 		t.Errorf("status with REDLOCK_TIMEOUT=x = %d, %q; want %d naming the variable", code, p.stderr.String(), exitUsage)
 	}
@@ -273,7 +273,7 @@ func TestRunGraceBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := append([]string{nodesEnv + "=" + nodesFlag()}, tt.env...)
+			env := append([]string{nodesEnv + "=" + nodesFlag(t)}, tt.env...)
 			p := startCLIEnv(t, env, append(append([]string{"run"}, tt.args...), lockName(t), "--", "true")...)
 			code := p.wait(t)
 			if code != tt.code {

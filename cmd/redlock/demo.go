@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/redlock-go/redlock/redlocktest/record"
@@ -29,14 +30,14 @@ Start 5 local Redis nodes in Docker (through redlocktest; the image redis:7,
 or $REDLOCK_REDIS_IMAGE, must be present: make redis-image), then run
 --workers workers on one lock. Each in turn acquires the lock, reads a
 counter in a downstream store with its fence, works a little and writes
-counter+1 with its fence; the store (redlock.FenceGuard) rejects an access
+counter+1 with its fence; the store (guard.InProcess) rejects an access
 whose fence is below the highest it has seen. Partway through, the demo
 kills node 0 and restarts it, kills nodes 1 and 2 and restarts them, and
 pauses one worker between its read and its write until its lease has
 ended and another worker has taken the lock: that stale write is rejected.
 
 At the end it prints a summary, checks the recorded history with
-redlocktest.Check and writes an HTML timeline (--timeline).
+history.Check and writes an HTML timeline (--timeline).
 
 With --nodes (not $REDLOCK_NODES) the same workload runs on those nodes,
 without node faults: the demo cannot kill them. The worker pause still
@@ -94,7 +95,7 @@ type demo struct {
 	nodeClients []redis.UniversalClient
 	opts        redlock.Options
 
-	guard redlock.FenceGuard
+	guard guard.InProcess
 	// counter is the downstream store: read and written only inside
 	// guard.Do(demoResource, ...), which serializes the accesses.
 	counter int64

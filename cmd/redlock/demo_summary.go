@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -34,7 +34,7 @@ func (d *demo) summary(ctx context.Context, stdout, stderr io.Writer) int {
 	var final int64
 	// The summary reads as the last holder, above every fence: a reader at
 	// the highest fence would be refused as another holder of it.
-	last := redlock.HolderOf(d.guard.Highest(demoResource)+1, "demo-summary")
+	last := guard.HolderOf(d.guard.Highest(demoResource)+1, "demo-summary")
 	_ = d.guard.Do(demoResource, last, func() error { final = d.counter; return nil })
 	events := d.rec.Events()
 	rep := history.Check(events, &history.CheckOptions{

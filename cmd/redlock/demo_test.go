@@ -15,7 +15,7 @@ func TestDemo(t *testing.T) {
 		faults string // in the output when node faults are injected
 	}{
 		{"local nodes with faults", nil, "FAULT  killed node(s) [1 2]"},
-		{"given nodes", []string{"--nodes", nodesFlag()}, "no node faults"},
+		{"given nodes", []string{"--nodes", nodesFlag(t)}, "no node faults"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

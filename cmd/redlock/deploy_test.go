@@ -21,7 +21,7 @@ func TestSentinelClusterRun(t *testing.T) {
 	nodes := strings.Join([]string{
 		"redis+sentinel://" + s.SentinelAddr() + "?master_name=" + redlocktest.SentinelMaster + "&max_retries=2",
 		"redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2],
-		"redis://" + cluster.Addr(0),
+		"redis://" + cluster(t).Addr(0),
 	}, ",")
 	name := lockName(t)
 	// A generous node timeout: a node answering late under load would
@@ -37,7 +37,7 @@ func TestSentinelClusterRun(t *testing.T) {
 	for _, n := range []struct {
 		what string
 		cl   redis.UniversalClient
-	}{{"Sentinel master", s.Client()}, {"Redis Cluster", rc.Client()}, {"plain master", cluster.Client(0)}} {
+	}{{"Sentinel master", s.Client()}, {"Redis Cluster", rc.Client()}, {"plain master", cluster(t).Client(0)}} {
 		got, err := n.cl.Get(context.Background(), key+":fence").Uint64()
 		if err != nil || got < 1 || got > fence {
 			t.Errorf("%s: fence counter = %d, %v; want 1..%d", n.what, got, err, fence)

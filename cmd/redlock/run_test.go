@@ -12,7 +12,7 @@ import (
 
 func TestRunUsageErrors(t *testing.T) {
 	t.Setenv(nodesEnv, "")
-	nodes := "--nodes=" + nodesFlag()
+	nodes := "--nodes=" + nodesFlag(t)
 	tests := []struct {
 		name string
 		args []string
@@ -97,7 +97,7 @@ func TestRunExitCode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
-			code, _, stderr := execCLI(t, "run", "--nodes", nodesFlag(), lockName(t), "--", "sh", "-c", tt.script)
+			code, _, stderr := execCLI(t, "run", "--nodes", nodesFlag(t), lockName(t), "--", "sh", "-c", tt.script)
 			if code != tt.want {
 				t.Errorf("redlock run -- sh -c %q = %d; want %d; stderr:\n%s", tt.script, code, tt.want, stderr)
 			}
@@ -107,7 +107,7 @@ func TestRunExitCode(t *testing.T) {
 		})
 	}
 	t.Run("not found", func(t *testing.T) {
-		code, _, stderr := execCLI(t, "run", "--nodes", nodesFlag(), lockName(t), "--", "no-such-command-redlock")
+		code, _, stderr := execCLI(t, "run", "--nodes", nodesFlag(t), lockName(t), "--", "no-such-command-redlock")
 		if code != exitNotFound || !strings.Contains(stderr, "redlock: cannot run") {
 			t.Errorf("run -- no-such-command = %d, %q; want %d and a clear error", code, stderr, exitNotFound)
 		}
@@ -123,7 +123,7 @@ func TestRunEnv(t *testing.T) {
 	var tokens []string
 	for range 2 {
 		// In-process: the environment comes through run itself.
-		code, stdout, stderr := runCLI(t, "run", "--nodes", nodesFlag(), name, "--", "sh", "-c", `echo "$REDLOCK_NAME $REDLOCK_TOKEN $REDLOCK_FENCE"`)
+		code, stdout, stderr := runCLI(t, "run", "--nodes", nodesFlag(t), name, "--", "sh", "-c", `echo "$REDLOCK_NAME $REDLOCK_TOKEN $REDLOCK_FENCE"`)
 		if code != 0 {
 			t.Fatalf("run = %d; want 0; stderr:\n%s", code, stderr)
 		}
@@ -151,14 +151,14 @@ func TestRunEnv(t *testing.T) {
 		t.Errorf("tokens of two runs are both %q; want a new token per acquisition", tokens[0])
 	}
 
-	code, stdout, _ := execCLI(t, "run", "--nodes", nodesFlag(), "--no-fence", name+"-nofence", "--", "sh", "-c", `echo "$REDLOCK_FENCE"`)
+	code, stdout, _ := execCLI(t, "run", "--nodes", nodesFlag(t), "--no-fence", name+"-nofence", "--", "sh", "-c", `echo "$REDLOCK_FENCE"`)
 	if code != 0 || strings.TrimSpace(stdout) != "0" {
 		t.Errorf("run --no-fence: exit %d, REDLOCK_FENCE = %q; want 0 and \"0\"", code, stdout)
 	}
 }
 
 func TestRunNodesFromEnv(t *testing.T) {
-	p := startCLIEnv(t, []string{nodesEnv + "=" + nodesFlag()}, "run", lockName(t), "--", "sh", "-c", "exit 3")
+	p := startCLIEnv(t, []string{nodesEnv + "=" + nodesFlag(t)}, "run", lockName(t), "--", "sh", "-c", "exit 3")
 	if code := p.wait(t); code != 3 {
 		t.Errorf("run with $REDLOCK_NODES = %d; want 3; stderr:\n%s", code, p.stderr.String())
 	}
@@ -169,7 +169,7 @@ func TestRunHeldElsewhere(t *testing.T) {
 	holdLock(t, name, time.Minute)
 	for _, wait := range []string{"0", "300ms"} {
 		t.Run("wait="+wait, func(t *testing.T) {
-			code, stdout, stderr := execCLI(t, "run", "--nodes", nodesFlag(), "--wait", wait, name, "--", "echo", "ran")
+			code, stdout, stderr := execCLI(t, "run", "--nodes", nodesFlag(t), "--wait", wait, name, "--", "echo", "ran")
 			if code != exitTempFail {
 				t.Errorf("run --wait %s on a held lock = %d; want %d; stderr:\n%s", wait, code, exitTempFail, stderr)
 			}
@@ -186,7 +186,7 @@ func TestRunHeldElsewhere(t *testing.T) {
 func TestRunMinorityDown(t *testing.T) {
 	// Two real nodes and one that does not answer: a quorum of 2 is still
 	// reachable, so the command runs, with a warning.
-	nodes := "redis://" + cluster.Addr(0) + ",redis://" + cluster.Addr(1) + ",redis://127.0.0.1:1"
+	nodes := "redis://" + cluster(t).Addr(0) + ",redis://" + cluster(t).Addr(1) + ",redis://127.0.0.1:1"
 	code, stdout, stderr := execCLI(t, "run", "--nodes", nodes, "--wait", "5s", lockName(t), "--", "echo", "ran")
 	if code != 0 || stdout != "ran\n" {
 		t.Errorf("run with 1 of 3 nodes down = %d, %q; want 0 and the command's output; stderr:\n%s", code, stdout, stderr)
@@ -204,7 +204,7 @@ func TestRunMutualExclusion(t *testing.T) {
 	for i := range procs {
 		script := `echo "start $0" >> "$LOG"; sleep 0.2; echo "end $0" >> "$LOG"`
 		ps = append(ps, startCLIEnv(t, []string{"LOG=" + log},
-			"run", "--nodes", nodesFlag(), "--ttl", "5s", name, "--", "sh", "-c", script, strconv.Itoa(i)))
+			"run", "--nodes", nodesFlag(t), "--ttl", "5s", name, "--", "sh", "-c", script, strconv.Itoa(i)))
 	}
 	for i, p := range ps {
 		if code := p.wait(t); code != 0 {
@@ -241,7 +241,7 @@ func TestRunKillOnLoss(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			name := lockName(t)
 			marker := filepath.Join(t.TempDir(), "marker")
-			p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(), "--ttl", "3s", "--grace", "500ms", name, "--", "sh", "-c", tt.script)
+			p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(t), "--ttl", "3s", "--grace", "500ms", name, "--", "sh", "-c", tt.script)
 			waitFile(t, marker, "started", p)
 			deleteLockKeys(t, name, 2)
 			code := p.wait(t)
@@ -264,7 +264,7 @@ func TestRunForwardsSignals(t *testing.T) {
 	name := lockName(t)
 	marker := filepath.Join(t.TempDir(), "marker")
 	script := `trap 'echo usr1 >> "$M"' USR1; trap 'echo term >> "$M"; exit 5' TERM; echo started >> "$M"; while :; do sleep 0.05; done`
-	p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(), name, "--", "sh", "-c", script)
+	p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(t), name, "--", "sh", "-c", script)
 	waitFile(t, marker, "started", p)
 	if n := lockKeyCount(t, name); n != 3 {
 		t.Fatalf("lock key on %d nodes while the command runs; want 3", n)
@@ -291,7 +291,7 @@ func TestRunForwardsSignals(t *testing.T) {
 func TestRunSignalWhileWaiting(t *testing.T) {
 	name := lockName(t)
 	holdLock(t, name, time.Minute)
-	p := startCLI(t, "run", "--nodes", nodesFlag(), "-v", name, "--", "echo", "ran")
+	p := startCLI(t, "run", "--nodes", nodesFlag(t), "-v", name, "--", "echo", "ran")
 	waitStderr(t, p, "waiting for lock")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -306,14 +306,14 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 
 func TestRunACLUser(t *testing.T) {
 	ctx := t.Context()
-	for i, c := range cluster.Clients() {
+	for i, c := range cluster(t).Clients() {
 		if err := c.Do(ctx, "ACL", "SETUSER", "cli-test", "on", ">s3cret-pw", "~*", "&*", "+@all").Err(); err != nil {
 			t.Fatalf("node %d: ACL SETUSER: %v", i, err)
 		}
 	}
 	urls := func(pass string) string {
 		var us []string
-		for _, a := range cluster.Addrs() {
+		for _, a := range cluster(t).Addrs() {
 			us = append(us, "redis://cli-test:"+pass+"@"+a)
 		}
 		return strings.Join(us, ",")
@@ -343,7 +343,7 @@ func TestRunTLSURL(t *testing.T) {
 func TestRunOwnProcessGroup(t *testing.T) {
 	// The command leads a process group of its own, so a terminal's Ctrl-C
 	// reaches it once, forwarded by redlock, and not a second time directly.
-	code, stdout, stderr := execCLI(t, "run", "--nodes", nodesFlag(), lockName(t), "--", "sh", "-c", `echo $$ $(cut -d' ' -f5 /proc/$$/stat)`)
+	code, stdout, stderr := execCLI(t, "run", "--nodes", nodesFlag(t), lockName(t), "--", "sh", "-c", `echo $$ $(cut -d' ' -f5 /proc/$$/stat)`)
 	f := strings.Fields(stdout)
 	if code != 0 || len(f) != 2 {
 		t.Fatalf("run = %d, %q; want 0 and \"PID PGID\"; stderr:\n%s", code, stdout, stderr)

@@ -14,7 +14,7 @@ import (
 func TestStatus(t *testing.T) {
 	name := lockName(t)
 	l := holdLock(t, name, time.Minute)
-	code, stdout, stderr := runCLI(t, "status", "--nodes", nodesFlag(), name)
+	code, stdout, stderr := runCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if code != 0 {
 		t.Fatalf("status = %d; want 0; stderr:\n%s", code, stderr)
 	}
@@ -42,12 +42,12 @@ func TestStatus(t *testing.T) {
 
 	// Two of three nodes lose the key: a minority holds it.
 	deleteLockKeys(t, name, 2)
-	_, stdout, _ = runCLI(t, "status", "--nodes", nodesFlag(), name)
+	_, stdout, _ = runCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if !strings.Contains(stdout, "held by quorum: no (best: token "+tok+" on 1/3 nodes") {
 		t.Errorf("status after deleting 2 keys:\n%s\nwant \"held by quorum: no\" naming the minority holder", stdout)
 	}
 
-	_, stdout, _ = runCLI(t, "status", "--nodes", nodesFlag(), name+"-never")
+	_, stdout, _ = runCLI(t, "status", "--nodes", nodesFlag(t), name+"-never")
 	if !strings.Contains(stdout, "held by quorum: no (free") || strings.Count(stdout, " free ") != 3 {
 		t.Errorf("status of a never-used lock:\n%s\nwant free on every node", stdout)
 	}
@@ -57,12 +57,12 @@ func TestStatusUnreachable(t *testing.T) {
 	name := lockName(t)
 	holdLock(t, name, time.Minute)
 	// One real node down of three: still a quorum answering.
-	nodes := "redis://" + cluster.Addr(0) + ",redis://" + cluster.Addr(1) + ",redis://127.0.0.1:1"
+	nodes := "redis://" + cluster(t).Addr(0) + ",redis://" + cluster(t).Addr(1) + ",redis://127.0.0.1:1"
 	code, stdout, stderr := runCLI(t, "status", "--nodes", nodes, name)
 	if code != 0 || !strings.Contains(stdout, "unreachable") || !strings.Contains(stdout, "held by quorum: yes") {
 		t.Errorf("status with 1 of 3 unreachable = %d:\n%s%s\nwant 0, the node shown unreachable, held by quorum", code, stdout, stderr)
 	}
-	code, stdout, stderr = runCLI(t, "status", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,"+cluster.Addr(0), name)
+	code, stdout, stderr = runCLI(t, "status", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,"+cluster(t).Addr(0), name)
 	if code != exitUnavailable || !strings.Contains(stderr, "only 1 of 3 nodes answered") {
 		t.Errorf("status with 2 of 3 unreachable = %d:\n%s%s\nwant %d and an error", code, stdout, stderr, exitUnavailable)
 	}
@@ -73,10 +73,10 @@ func TestStatusUnreachable(t *testing.T) {
 func TestRunStatusWhileHeld(t *testing.T) {
 	name := lockName(t)
 	marker := t.TempDir() + "/marker"
-	p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(), name, "--", "sh", "-c",
+	p := startCLIEnv(t, []string{"M=" + marker}, "run", "--nodes", nodesFlag(t), name, "--", "sh", "-c",
 		`echo "$REDLOCK_TOKEN $REDLOCK_FENCE" > "$M"; echo started >> "$M"; read x < /dev/null; sleep 30 & wait`)
 	waitFile(t, marker, "started", p)
-	code, stdout, _ := execCLI(t, "status", "--nodes", nodesFlag(), name)
+	code, stdout, _ := execCLI(t, "status", "--nodes", nodesFlag(t), name)
 	b, _ := readFile(t, marker)
 	f := strings.Fields(b)
 	if code != 0 || len(f) < 2 || !strings.Contains(stdout, "held by quorum: yes (token "+f[0][:8]+"…") || !strings.Contains(stdout, "  "+f[1]+"\n") {
@@ -86,7 +86,7 @@ func TestRunStatusWhileHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.wait(t)
-	_, stdout, _ = execCLI(t, "status", "--nodes", nodesFlag(), name)
+	_, stdout, _ = execCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if !strings.Contains(stdout, "held by quorum: no (free") {
 		t.Errorf("status after the command exited:\n%s\nwant free", stdout)
 	}
@@ -98,12 +98,12 @@ func TestStatusGroupsAttemptsOfOneCall(t *testing.T) {
 	name := lockName(t)
 	key := lockKey(t, name)
 	for i, v := range []string{"tokenABCDEFGH.1", "tokenABCDEFGH.2", "tokenABCDEFGH.2"} {
-		if err := cluster.Client(i).Set(context.Background(), key, v, time.Minute).Err(); err != nil {
+		if err := cluster(t).Client(i).Set(context.Background(), key, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() { deleteLockKeys(t, name, 3) })
-	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(), name)
+	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if !strings.Contains(stdout, "held by quorum: yes (token tokenABC…, 3/3 nodes") {
 		t.Errorf("status:\n%s\nwant one owner on 3/3 nodes whatever the attempt", stdout)
 	}
@@ -112,7 +112,7 @@ func TestStatusGroupsAttemptsOfOneCall(t *testing.T) {
 // statusJSONOf runs status --json on name and decodes its output.
 func statusJSONOf(t *testing.T, name string, extra ...string) (int, statusJSON) {
 	t.Helper()
-	args := append([]string{"status", "--json", "--nodes", nodesFlag()}, extra...)
+	args := append([]string{"status", "--json", "--nodes", nodesFlag(t)}, extra...)
 	code, stdout, stderr := runCLI(t, append(args, name)...)
 	var st statusJSON
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
@@ -123,7 +123,7 @@ func statusJSONOf(t *testing.T, name string, extra ...string) (int, statusJSON) 
 
 func TestStatusJSONHeldFreePartly(t *testing.T) {
 	name := lockName(t)
-	c, err := redlock.New(cluster.Clients(), nil)
+	c, err := redlock.New(cluster(t).Clients(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestStatusJSONHeldFreePartly(t *testing.T) {
 		}
 	}
 	// Text output shows the holds and the metadata.
-	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(), name)
+	_, stdout, _ := runCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if !strings.Contains(stdout, "HOLDS") || !strings.Contains(stdout, `"host-a:42"`) {
 		t.Errorf("status of a re-entrant lock:\n%s\nwant its holds and metadata", stdout)
 	}
@@ -171,7 +171,7 @@ func TestStatusJSONHeldFreePartly(t *testing.T) {
 
 func TestStatusJSONUnknown(t *testing.T) {
 	name := lockName(t)
-	nodes := "redis://127.0.0.1:1,redis://127.0.0.1:2," + "redis://" + cluster.Addr(0)
+	nodes := "redis://127.0.0.1:1,redis://127.0.0.1:2," + "redis://" + cluster(t).Addr(0)
 	code, stdout, stderr := runCLI(t, "status", "--json", "--nodes", nodes, name)
 	var st statusJSON
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitUnavailable || st.State != "unknown" ||

@@ -69,7 +69,7 @@ func WriteTimeline(w io.Writer, title string, events []Event, rep *Report) error
 // creating its parent directories, and returns path, so a failing test can
 // log where to look:
 //
-//	p, err := redlocktest.TimelineFile(filepath.Join(dir, t.Name()+".html"), t.Name(), events, rep)
+//	p, err := history.TimelineFile(filepath.Join(dir, t.Name()+".html"), t.Name(), events, rep)
 func TimelineFile(path, title string, events []Event, rep *Report) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("redlocktest: timeline: %w", err)

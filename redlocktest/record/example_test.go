@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/redlock-go/redlock/redlocktest/record"
@@ -22,12 +22,12 @@ func Example() {
 	}
 	defer cl.Close()
 	ctx := context.Background()
-	rec, guard, count := history.NewRecorder(), new(redlock.FenceGuard), int64(0)
+	rec, g, count := history.NewRecorder(), new(guard.InProcess), int64(0)
 	for _, name := range []string{"c1", "c2"} {
 		c, _ := record.As(rec, name).New(cl.Clients(), nil)
 		l, _ := c.Acquire(ctx, "job", time.Second, nil)
 		record.As(rec, name).Write("job", l, count+1, func() (int64, error) {
-			return count + 1, guard.Do("job", l, func() error { count++; return nil })
+			return count + 1, g.Do("job", l, func() error { count++; return nil })
 		})
 		l.Release(ctx)
 		c.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -111,11 +112,12 @@ func (c Client) New(nodes []redis.UniversalClient, opts *redlock.Options) (*redl
 }
 
 // Write runs do, a write of value to resource under h's fence through one
-// of redlock's guards (or any store), and records it as history.Write:
+// of the guards of package [github.com/redlock-go/redlock/guard] (or any
+// store), and records it as history.Write:
 // accepted if do returns nil, with the store's order of acceptance seq
 // (for a counter, the value stored), rejected otherwise with the error. It
 // returns do's error.
-func (c Client) Write(resource string, h redlock.Holder, value int64, do func() (seq int64, err error)) error {
+func (c Client) Write(resource string, h guard.Holder, value int64, do func() (seq int64, err error)) error {
 	start := c.rec.Now()
 	seq, err := do()
 	ev := history.Event{Kind: history.Write, Client: c.name, Lock: resource, Token: h.Token(), Fence: h.Fence(),
@@ -131,9 +133,9 @@ func (c Client) Write(resource string, h redlock.Holder, value int64, do func() 
 
 // Read runs do, a read of resource under h's fence through a guard, and
 // records it only if it failed (a guard refusing it returns
-// redlock.ErrStaleFence): as a rejected history.Write, since the
+// guard.ErrStaleFence): as a rejected history.Write, since the
 // read-modify-write it began will not happen. It returns do's error.
-func (c Client) Read(resource string, h redlock.Holder, do func() error) error {
+func (c Client) Read(resource string, h guard.Holder, do func() error) error {
 	start := c.rec.Now()
 	err := do()
 	if err != nil {

@@ -3,15 +3,22 @@ package record_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/redlocktest/history"
 	"github.com/redlock-go/redlock/redlocktest/record"
 )
+
+func TestMain(m *testing.M) {
+	redlocktest.SkipExamplesWithoutDocker("^Example$")
+	os.Exit(m.Run())
+}
 
 func TestRecord(t *testing.T) {
 	cl := redlocktest.Start(t, 3, nil)
@@ -40,10 +47,10 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("c2's Acquire while c1 holds = %v; want ErrHeld", err)
 	}
 	time.Sleep(500 * time.Millisecond) // the watchdog extends at TTL/3
-	guard := new(redlock.FenceGuard)
+	g := new(guard.InProcess)
 	var stored int64
 	err = record.As(rec, "c1").Write("job", l, 1, func() (int64, error) {
-		return 1, guard.Do("job", l, func() error { stored = 1; return nil })
+		return 1, g.Do("job", l, func() error { stored = 1; return nil })
 	})
 	if err != nil || stored != 1 {
 		t.Fatalf("guarded write = %v (stored %d); want accepted", err, stored)

@@ -1,4 +1,4 @@
--- Fenced access to a downstream Redis (RedisGuard): check the fence and its
+-- Fenced access to a downstream Redis (guard.Redis): check the fence and its
 -- owner, record them and do the access, atomically.
 -- KEYS[1] fence record key of the resource; KEYS[2] data key (absent for
 -- 'highest').

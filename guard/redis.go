@@ -1,4 +1,4 @@
-package redlock
+package guard
 
 import (
 	"context"
@@ -15,25 +15,26 @@ var guardSrc string
 
 var guardScript = redis.NewScript(guardSrc)
 
-// guardFencePrefix starts the key in which a RedisGuard records the highest
-// fence of a resource: "redlock-fence:{" + resource + "}".
-const guardFencePrefix = "redlock-fence:"
+// fenceKeyPrefix starts the key in which a Redis guard records the highest
+// fence of a resource: see [FenceKey].
+const fenceKeyPrefix = "redlock-fence:"
 
-// RedisGuard fences reads and writes to a downstream Redis: each call is one
-// Lua script that checks the holder's fence against the highest fence
-// recorded for the resource and the owner it came from (the rule of
-// [ErrStaleFence]), records both and does the access, atomically. A call
-// with a fence lower than the recorded one, or equal to it from another
-// holder, changes nothing and returns an error matching [ErrStaleFence]; a
-// call with fence 0 changes nothing and returns one matching [ErrNoFence].
+// Redis fences reads and writes to a downstream Redis: each call is one Lua
+// script that checks the holder's fence against the highest fence recorded
+// for the resource and the owner it came from (the rule [Accepts]), records
+// both and does the access, atomically. A call with a fence lower than the
+// recorded one, or equal to it from another holder, changes nothing and
+// returns an error matching [ErrStaleFence]; a call with fence 0 changes
+// nothing and returns one matching [ErrNoFence].
 //
 // The highest fence of resource and its owner are kept in the key
-// "redlock-fence:{<resource>}" as "<fence>:<owner>" (the holder's
-// [OwnerID], never its token; a plain "<fence>" reads as owner ""), with no
-// expiry: deleting it would let a stale holder back in. One resource may cover many data keys; each call
-// names one. With Redis Cluster, the script's keys must share a hash slot:
-// the braces in the fence key are a hash tag, so data keys must carry the
-// same tag, "{<resource>}" (for resource "orders:42", a data key such as
+// [FenceKey](resource), "redlock-fence:{<resource>}", as "<fence>:<owner>"
+// (the holder's [OwnerID], never its token; a plain "<fence>" reads as
+// owner ""), with no expiry: deleting it would let a stale holder back in.
+// One resource may cover many data keys; each call names one. With Redis
+// Cluster, the script's keys must share a hash slot: the braces in the
+// fence key are a hash tag, so data keys must carry the same tag,
+// "{<resource>}" (for resource "orders:42", a data key such as
 // "{orders:42}:total"); the resource then must not contain '{' or '}'.
 // Otherwise Redis refuses the call with a CROSSSLOT error.
 //
@@ -41,16 +42,16 @@ const guardFencePrefix = "redlock-fence:"
 // nodes (it may be, but need not). It should persist what it accepts (AOF):
 // a store that restarts empty forgets the fences along with the data.
 //
-// A RedisGuard is safe for concurrent use.
-type RedisGuard struct {
+// A Redis guard is safe for concurrent use.
+type Redis struct {
 	rdb redis.Scripter
 }
 
-// NewRedisGuard returns a guard for the Redis that rdb talks to. Any
-// go-redis client fits (standalone, failover or Cluster); the guard does not
-// close it.
-func NewRedisGuard(rdb redis.Scripter) *RedisGuard {
-	return &RedisGuard{rdb: rdb}
+// NewRedis returns a guard for the Redis that rdb talks to. Any go-redis
+// client fits (standalone, failover or Cluster); the guard does not close
+// it.
+func NewRedis(rdb redis.Scripter) *Redis {
+	return &Redis{rdb: rdb}
 }
 
 // Set sets key to value if h's fence is above the highest fence recorded for
@@ -59,7 +60,7 @@ func NewRedisGuard(rdb redis.Scripter) *RedisGuard {
 // error matching [ErrStaleFence] ([ErrNoFence] for fence 0). If key holds
 // something other than a string, or the fence key was written by someone
 // else, Set changes nothing and says so.
-func (g *RedisGuard) Set(ctx context.Context, resource, key, value string, h Holder) error {
+func (g *Redis) Set(ctx context.Context, resource, key, value string, h Holder) error {
 	status, _, err := g.run(ctx, "set", resource, key, h, value)
 	if err != nil {
 		return err
@@ -74,10 +75,10 @@ func (g *RedisGuard) Set(ctx context.Context, resource, key, value string, h Hol
 // resource, or equal to it and recorded from h, and records the fence and
 // h's owner id, atomically; ok is false if key does not exist. Recording the
 // fence on a read is what makes a read-modify-write safe: once a newer
-// holder has read, an older holder's later Set is rejected (see
-// [ErrStaleFence]). Otherwise Get returns an error matching ErrStaleFence
+// holder has read, an older holder's later Set is rejected (the package
+// doc says why). Otherwise Get returns an error matching ErrStaleFence
 // ([ErrNoFence] for fence 0) and changes nothing.
-func (g *RedisGuard) Get(ctx context.Context, resource, key string, h Holder) (value string, ok bool, err error) {
+func (g *Redis) Get(ctx context.Context, resource, key string, h Holder) (value string, ok bool, err error) {
 	status, v, err := g.run(ctx, "get", resource, key, h, "")
 	if err != nil {
 		return "", false, err
@@ -92,11 +93,11 @@ func (g *RedisGuard) Get(ctx context.Context, resource, key string, h Holder) (v
 }
 
 // Highest returns the highest fence recorded for resource, 0 if none.
-func (g *RedisGuard) Highest(ctx context.Context, resource string) (uint64, error) {
+func (g *Redis) Highest(ctx context.Context, resource string) (uint64, error) {
 	if resource == "" {
 		return 0, errEmptyResource
 	}
-	res, err := guardScript.Run(ctx, g.rdb, []string{guardFenceKey(resource)}, "highest").Slice()
+	res, err := guardScript.Run(ctx, g.rdb, []string{FenceKey(resource)}, "highest").Slice()
 	if err != nil {
 		return 0, fmt.Errorf("redlock: reading the fence of resource %q: %w", resource, err)
 	}
@@ -106,21 +107,24 @@ func (g *RedisGuard) Highest(ctx context.Context, resource string) (uint64, erro
 	}
 	f, err := strconv.ParseUint(h, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("redlock: the fence of resource %q is %q, not a uint64: delete key %s", resource, h, guardFenceKey(resource))
+		return 0, fmt.Errorf("redlock: the fence of resource %q is %q, not a uint64: delete key %s", resource, h, FenceKey(resource))
 	}
 	return f, nil
 }
 
 var errEmptyResource = errors.New("redlock: empty resource name: name the resource the fence protects, such as the lock name")
 
-// guardFenceKey is the key holding the highest fence of resource.
-func guardFenceKey(resource string) string {
-	return guardFencePrefix + "{" + resource + "}"
+// FenceKey returns the key in which a [Redis] guard records the highest
+// fence of resource and its owner, "redlock-fence:{<resource>}": the key to
+// name in ACL rules, or to delete when the resource itself is deleted for
+// good.
+func FenceKey(resource string) string {
+	return fenceKeyPrefix + "{" + resource + "}"
 }
 
 // run runs the guard script for a set or get of key by h and returns its
 // status and value. A stale fence is returned as an error.
-func (g *RedisGuard) run(ctx context.Context, op, resource, key string, h Holder, value string) (int64, string, error) {
+func (g *Redis) run(ctx context.Context, op, resource, key string, h Holder, value string) (int64, string, error) {
 	if resource == "" {
 		return 0, "", errEmptyResource
 	}
@@ -128,7 +132,7 @@ func (g *RedisGuard) run(ctx context.Context, op, resource, key string, h Holder
 	if fence == 0 {
 		return 0, "", noFence("resource " + strconv.Quote(resource))
 	}
-	fenceKey := guardFenceKey(resource)
+	fenceKey := FenceKey(resource)
 	if key == fenceKey {
 		return 0, "", fmt.Errorf("redlock: fenced %s: key %q is the fence key of resource %q: use another key for the data", op, key, resource)
 	}

@@ -1,4 +1,4 @@
-package redlock
+package guard
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Execer is what [SQLGuard.Update] needs from a database handle: *sql.Tx,
+// Execer is what [SQL.Update] needs from a database handle: *sql.Tx,
 // *sql.DB and *sql.Conn fit. Pass the transaction the rest of the caller's
 // work runs in, so that the fenced update commits or rolls back with it.
 type Execer interface {
@@ -25,11 +25,11 @@ var (
 	_ Execer = (*sql.Conn)(nil)
 )
 
-// SQLGuard fences updates to rows of a SQL table: each row keeps the
+// SQL fences updates to rows of a SQL table: each row keeps the
 // highest fence accepted for it in FenceColumn and the [OwnerID] of the
 // holder it came from in OwnerColumn, and Update changes a row only if the
 // holder's fence is above that one, or equal to it from the same holder (the
-// rule of [ErrStaleFence]), recording both, in one statement:
+// rule [Accepts]), recording both, in one statement:
 //
 //	UPDATE <Table> SET <set>, <FenceColumn> = $f, <OwnerColumn> = $o
 //	WHERE <IDColumn> = $id
@@ -55,8 +55,8 @@ var (
 // REPEATABLE READ or SERIALIZABLE the later one fails with a serialization
 // error instead; retry it in a new transaction.
 //
-// To fence a read (see [ErrStaleFence] for why a read-modify-write needs
-// it), call Update with an empty set before reading the row in the same
+// To fence a read (the package doc says why a read-modify-write needs it),
+// call Update with an empty set before reading the row in the same
 // transaction: it records the fence and holds the row lock until the
 // transaction ends.
 //
@@ -64,37 +64,37 @@ var (
 // OwnerColumn to "fence_owner". All must be plain SQL identifiers (letters, digits and underscores,
 // not starting with a digit; Table may be schema-qualified, "schema.table"):
 // they are put into the statement as they are. The zero value is not
-// usable; a SQLGuard is a value, safe for concurrent use.
-type SQLGuard struct {
+// usable; a SQL guard is a value, safe for concurrent use.
+type SQL struct {
 	Table, IDColumn, FenceColumn, OwnerColumn string
 }
 
 var sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// sqlNames are the identifiers of a SQLGuard, validated, defaults filled in.
+// sqlNames are the identifiers of a SQL guard, validated, defaults filled in.
 type sqlNames struct {
 	table, id, fence, owner string
 }
 
 // names validates the identifiers and fills in the defaults.
-func (g SQLGuard) names() (sqlNames, error) {
+func (g SQL) names() (sqlNames, error) {
 	n := sqlNames{g.Table, cmp.Or(g.IDColumn, "id"), cmp.Or(g.FenceColumn, "fence"), cmp.Or(g.OwnerColumn, "fence_owner")}
 	table := n.table
 	if table == "" {
-		return sqlNames{}, errors.New("redlock: SQLGuard.Table is empty: set it to the table that holds the fenced rows")
+		return sqlNames{}, errors.New("redlock: guard.SQL.Table is empty: set it to the table that holds the fenced rows")
 	}
 	schema, name, qualified := strings.Cut(table, ".")
 	if !sqlIdent.MatchString(schema) || (qualified && !sqlIdent.MatchString(name)) {
-		return sqlNames{}, fmt.Errorf("redlock: SQLGuard.Table %q is not a plain SQL identifier (letters, digits and _, not starting with a digit; or schema.table): rename the table or use a view", table)
+		return sqlNames{}, fmt.Errorf("redlock: guard.SQL.Table %q is not a plain SQL identifier (letters, digits and _, not starting with a digit; or schema.table): rename the table or use a view", table)
 	}
 	cols := []struct{ field, name string }{{"IDColumn", n.id}, {"FenceColumn", n.fence}, {"OwnerColumn", n.owner}}
 	for i, c := range cols {
 		if !sqlIdent.MatchString(c.name) {
-			return sqlNames{}, fmt.Errorf("redlock: SQLGuard.%s %q is not a plain SQL identifier (letters, digits and _, not starting with a digit): rename the column", c.field, c.name)
+			return sqlNames{}, fmt.Errorf("redlock: guard.SQL.%s %q is not a plain SQL identifier (letters, digits and _, not starting with a digit): rename the column", c.field, c.name)
 		}
 		for _, d := range cols[:i] {
 			if d.name == c.name {
-				return sqlNames{}, fmt.Errorf("redlock: SQLGuard.%s and %s are both %q: the id, the fence and its owner need a column each", d.field, c.field, c.name)
+				return sqlNames{}, fmt.Errorf("redlock: guard.SQL.%s and %s are both %q: the id, the fence and its owner need a column each", d.field, c.field, c.name)
 			}
 		}
 	}
@@ -108,7 +108,7 @@ func (g SQLGuard) names() (sqlNames, error) {
 // appends its own placeholders after them ($k+1 for the fence, $k+2 for id,
 // $k+3 for the owner id). set is SQL text: build it in the program, never
 // from input. An empty set only records the fence (a fenced read, see
-// [SQLGuard]).
+// [SQL]).
 //
 // If the row's fence is higher than h's, or equal to it but recorded from
 // another holder, Update changes nothing and returns an error matching
@@ -118,7 +118,7 @@ func (g SQLGuard) names() (sqlNames, error) {
 // If the update matched more than one row (IDColumn is not unique), it has
 // changed them all: Update returns an error, and the caller must roll back.
 // Database errors are returned wrapped; the transaction may then be aborted.
-func (g SQLGuard) Update(ctx context.Context, tx Execer, id any, h Holder, set string, args ...any) error {
+func (g SQL) Update(ctx context.Context, tx Execer, id any, h Holder, set string, args ...any) error {
 	n, err := g.names()
 	if err != nil {
 		return err

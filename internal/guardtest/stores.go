@@ -1,4 +1,8 @@
-package redlock
+// Package guardtest holds the downstream stores of the tests, one per kind
+// (in process, Redis and PostgreSQL), each behind a guard of package
+// [github.com/redlock-go/redlock/guard] or, as the negative control, none.
+// The guard tests and the chaos suite of the root package share them.
+package guardtest
 
 import (
 	"context"
@@ -9,12 +13,9 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// The downstream stores of the tests, one per kind: in process, Redis and
-// PostgreSQL. The guard tests use them here; the chaos suite (package
-// redlock_test) uses them through their exported names, which exist only in
-// test builds.
+	"github.com/redlock-go/redlock/guard"
+)
 
 // Store is a downstream store: one string value per resource, behind a
 // guard (or, as the negative control, none).
@@ -23,9 +24,9 @@ type Store interface {
 	// (fence 0), replacing what a previous run left.
 	Create(tb testing.TB, resource string)
 	// Write sets the value of resource, fenced by h.
-	Write(ctx context.Context, resource string, h Holder, value string) error
+	Write(ctx context.Context, resource string, h guard.Holder, value string) error
 	// Read returns the value of resource, fenced by h.
-	Read(ctx context.Context, resource string, h Holder) (string, error)
+	Read(ctx context.Context, resource string, h guard.Holder) (string, error)
 	// Stored returns the value and the highest fence of resource, unfenced.
 	Stored(ctx context.Context, resource string) (string, uint64, error)
 }
@@ -36,22 +37,22 @@ var (
 	_ Store = (*SQLStore)(nil)
 )
 
-// MemStore is values in a map behind a FenceGuard, or behind nothing
+// MemStore is values in a map behind a guard.InProcess, or behind nothing
 // (unfenced). It counts accesses that overlapped, which a guard must
 // prevent.
 type MemStore struct {
-	guard    *FenceGuard // nil: unfenced
-	mu       sync.Mutex  // protects vals
+	guard    *guard.InProcess // nil: unfenced
+	mu       sync.Mutex       // protects vals
 	vals     map[string]string
 	inside   atomic.Int32 // accesses running now
 	overlaps atomic.Int32 // accesses that found another one running
 }
 
-// NewMemStore returns an empty store, fenced by a FenceGuard or not.
+// NewMemStore returns an empty store, fenced by a guard.InProcess or not.
 func NewMemStore(fenced bool) *MemStore {
 	s := &MemStore{vals: make(map[string]string)}
 	if fenced {
-		s.guard = new(FenceGuard)
+		s.guard = new(guard.InProcess)
 	}
 	return s
 }
@@ -64,7 +65,7 @@ func (s *MemStore) Create(_ testing.TB, resource string) {
 
 // do runs f as an access of the store through the guard (if any),
 // counting overlaps.
-func (s *MemStore) do(resource string, h Holder, f func()) error {
+func (s *MemStore) do(resource string, h guard.Holder, f func()) error {
 	access := func() error {
 		if s.inside.Add(1) != 1 {
 			s.overlaps.Add(1)
@@ -81,11 +82,11 @@ func (s *MemStore) do(resource string, h Holder, f func()) error {
 	return s.guard.Do(resource, h, access)
 }
 
-func (s *MemStore) Write(_ context.Context, resource string, h Holder, value string) error {
+func (s *MemStore) Write(_ context.Context, resource string, h guard.Holder, value string) error {
 	return s.do(resource, h, func() { s.vals[resource] = value })
 }
 
-func (s *MemStore) Read(_ context.Context, resource string, h Holder) (v string, err error) {
+func (s *MemStore) Read(_ context.Context, resource string, h guard.Holder) (v string, err error) {
 	err = s.do(resource, h, func() { v = s.vals[resource] })
 	return v, err
 }
@@ -103,18 +104,18 @@ func (s *MemStore) Stored(_ context.Context, resource string) (string, uint64, e
 // Overlaps returns how many accesses found another one running.
 func (s *MemStore) Overlaps() int { return int(s.overlaps.Load()) }
 
-// RedisStore is string keys in a Redis behind a RedisGuard, or plain GET
+// RedisStore is string keys in a Redis behind a guard.Redis, or plain GET
 // and SET (unfenced).
 type RedisStore struct {
 	rdb   *redis.Client
-	guard *RedisGuard // nil: unfenced
+	guard *guard.Redis // nil: unfenced
 }
 
-// NewRedisStore returns a store in rdb, fenced by a RedisGuard or not.
+// NewRedisStore returns a store in rdb, fenced by a guard.Redis or not.
 func NewRedisStore(rdb *redis.Client, fenced bool) *RedisStore {
 	s := &RedisStore{rdb: rdb}
 	if fenced {
-		s.guard = NewRedisGuard(rdb)
+		s.guard = guard.NewRedis(rdb)
 	}
 	return s
 }
@@ -124,19 +125,19 @@ func DataKey(resource string) string { return "{" + resource + "}:value" }
 
 func (s *RedisStore) Create(tb testing.TB, resource string) {
 	tb.Helper()
-	if err := s.rdb.Del(tb.Context(), guardFenceKey(resource), DataKey(resource)).Err(); err != nil {
+	if err := s.rdb.Del(tb.Context(), guard.FenceKey(resource), DataKey(resource)).Err(); err != nil {
 		tb.Fatalf("DEL: %v", err)
 	}
 }
 
-func (s *RedisStore) Write(ctx context.Context, resource string, h Holder, value string) error {
+func (s *RedisStore) Write(ctx context.Context, resource string, h guard.Holder, value string) error {
 	if s.guard == nil {
 		return s.rdb.Set(ctx, DataKey(resource), value, 0).Err()
 	}
 	return s.guard.Set(ctx, resource, DataKey(resource), value, h)
 }
 
-func (s *RedisStore) Read(ctx context.Context, resource string, h Holder) (string, error) {
+func (s *RedisStore) Read(ctx context.Context, resource string, h guard.Holder) (string, error) {
 	if s.guard == nil {
 		v, err := s.rdb.Get(ctx, DataKey(resource)).Result()
 		if errors.Is(err, redis.Nil) {
@@ -161,10 +162,10 @@ func (s *RedisStore) Stored(ctx context.Context, resource string) (string, uint6
 }
 
 // SQLStore is rows of a PostgreSQL table (SQLStoreTable) behind a
-// SQLGuard; every access is a transaction of its own.
+// guard.SQL; every access is a transaction of its own.
 type SQLStore struct {
 	db    *sql.DB
-	guard SQLGuard
+	guard guard.SQL
 }
 
 // SQLStoreTable creates the table of a SQLStore.
@@ -177,7 +178,7 @@ const SQLStoreTable = `CREATE TABLE guarded (
 
 // NewSQLStore returns a store in db's table "guarded" (SQLStoreTable).
 func NewSQLStore(db *sql.DB) *SQLStore {
-	return &SQLStore{db: db, guard: SQLGuard{Table: "guarded"}}
+	return &SQLStore{db: db, guard: guard.SQL{Table: "guarded"}}
 }
 
 func (s *SQLStore) Create(tb testing.TB, resource string) {
@@ -202,13 +203,13 @@ func (s *SQLStore) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-func (s *SQLStore) Write(ctx context.Context, resource string, h Holder, value string) error {
+func (s *SQLStore) Write(ctx context.Context, resource string, h guard.Holder, value string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		return s.guard.Update(ctx, tx, resource, h, "val = $1", value)
 	})
 }
 
-func (s *SQLStore) Read(ctx context.Context, resource string, h Holder) (v string, err error) {
+func (s *SQLStore) Read(ctx context.Context, resource string, h guard.Holder) (v string, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := s.guard.Update(ctx, tx, resource, h, ""); err != nil {
 			return err

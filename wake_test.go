@@ -1,0 +1,249 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Tests of waking waiters: release notices (pub/sub on every node), the
+// waker that turns them into wake-ups, and its connections.
+
+func TestReleaseWakesWaiter(t *testing.T) {
+	c := newTestClient(t, nodes(t, 3), nil)
+	holder, err := c.Acquire(t.Context(), "wake", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The waiter's retry delay is an hour: only the release notice can
+	// get it the lock within the test's time.
+	hour := func(int) (time.Duration, bool) { return time.Hour, true }
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		l, err := c.Acquire(ctx, "wake", time.Minute, &AcquireOptions{Retry: hour})
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the waiter has failed once and subscribed
+	if err := holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("waiter: %v; want the lock after the holder's release", err)
+	}
+}
+
+// wokenNow reports whether a wake-up is waiting on ch, taking it.
+func wokenNow(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
+	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
+	defer w.close()
+	head, _, cancelHead, _ := w.watch("ch", "head")
+	defer cancelHead()
+	other, _, cancelOther, _ := w.watch("ch", "other")
+	defer cancelOther()
+	barger, _, cancelBarger, _ := w.watch("ch", "")
+	defer cancelBarger()
+	for i := 1; i <= 3; i++ {
+		w.notify(0, "ch", "head")
+		if got, want := wokenNow(head), i == 3; got != want {
+			t.Fatalf("after %d notices naming the head: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
+		}
+		if !wokenNow(barger) {
+			t.Fatalf("notice %d did not wake the barging waiter", i)
+		}
+	}
+	if wokenNow(other) {
+		t.Fatal("a queued waiter not named by the notices was woken")
+	}
+	w.notify(0, "ch", "")
+	if wokenNow(head) || wokenNow(other) || !wokenNow(barger) {
+		t.Fatal("an empty notice (nobody queued) must wake the barging waiter only")
+	}
+}
+
+// A waiter that listened before notices on its channel reached us is woken
+// once they start to, from a quorum of the nodes: a release announced before
+// then went unheard. A waiter that listens later is told they reach us
+// already, so that it tries again at once instead.
+func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
+	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: counted in by hand
+	defer w.close()
+	early, _, cancelEarly, live := w.watch("ch", "early")
+	defer cancelEarly()
+	if live {
+		t.Fatal("watch reported notices reaching us before any node's subscription is live")
+	}
+	for i := 1; i <= 5; i++ {
+		w.setLive("ch", 1)
+		if got, want := wokenNow(early), i == 3; got != want {
+			t.Fatalf("after %d nodes' subscriptions went live: woken %v, want %v (a quorum of 5 is 3)", i, got, want)
+		}
+	}
+	late, _, cancelLate, live := w.watch("ch", "late")
+	defer cancelLate()
+	if !live {
+		t.Fatal("watch did not report notices reaching us from every node")
+	}
+	if wokenNow(late) {
+		t.Fatal("a waiter that listened after the subscriptions went live was woken by them")
+	}
+	// Down to 2 nodes of 5, then back to a quorum: notices may have gone
+	// unheard meanwhile, so every waiter is woken again.
+	w.setLive("ch", -1)
+	w.setLive("ch", -1)
+	w.setLive("ch", -1)
+	if wokenNow(early) || wokenNow(late) {
+		t.Fatal("woken as notices stopped reaching us from a quorum")
+	}
+	w.setLive("ch", 1)
+	if !wokenNow(early) || !wokenNow(late) {
+		t.Fatal("not woken when notices reached us from a quorum again")
+	}
+}
+
+// A name contended in a loop keeps its release subscription between calls
+// for subscriptionLinger, then drops it.
+func TestQueueSubscriptionLingers(t *testing.T) {
+	ns := nodes(t, 1)
+	const name = "fair-linger"
+	_, holder, l := holdFair(t, 1, name)
+	c := newTestClient(t, ns, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Acquire(ctx, name, 10*time.Second, nil); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("Acquire of a held lock: %v; want ErrNotAcquired when ctx ends", err)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := holder.Keys(name)
+	channel := holder.releaseChannel(key) + ":" + c.waker.id // c's own channel for the name
+	subs := func() int64 {
+		m, err := ns[0].PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m[channel]
+	}
+	if n := subs(); n != 1 {
+		t.Fatalf("%d subscribers to %s just after the waiter left; want 1 (it lingers)", n, channel)
+	}
+	deadline := time.Now().Add(subscriptionLinger + 5*time.Second)
+	for subs() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still subscribed to %s %v after the waiter left; want dropped after %v", channel, subscriptionLinger+5*time.Second, subscriptionLinger)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A Client's first Acquire that may wait opens its notice connections, one
+// per node, even when it meets no contention: its first contended wait then
+// subscribes on connections already open instead of dialling every node at
+// the moment it waits. A Client that only try-locks opens none.
+func TestQueueNoticeConnectionsOpenAtFirstWaitingAcquire(t *testing.T) {
+	const n = 3
+	ctx := context.Background()
+	dials := make([]atomic.Int32, n)
+	client := func() *Client {
+		ns := make([]redis.UniversalClient, n)
+		for i := range ns {
+			rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i), OnConnect: func(context.Context, *redis.Conn) error {
+				dials[i].Add(1)
+				return nil
+			}})
+			t.Cleanup(func() { _ = rc.Close() })
+			ns[i] = rc
+		}
+		return newTestClient(t, ns, nil)
+	}
+	lockOnce := func(c *Client, name string, o *AcquireOptions) {
+		l, err := c.Acquire(ctx, name, 10*time.Second, o)
+		if err != nil {
+			t.Fatalf("uncontended Acquire: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(want int32) []int32 {
+		got := make([]int32, n)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ok := true
+			for i := range dials {
+				got[i] = dials[i].Load()
+				ok = ok && got[i] == want
+			}
+			if ok || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	tryOnly := client()
+	lockOnce(tryOnly, "notice-conns-try", &AcquireOptions{Retry: NoRetry()})
+	time.Sleep(200 * time.Millisecond) // room for a connection that should not come
+	if got := settled(1); !slices.Equal(got, []int32{1, 1, 1}) {
+		t.Fatalf("connections dialled per node by a Client that only try-locked: %v; want 1 each (its pool's)", got)
+	}
+	tryOnly.Close()
+
+	for i := range dials {
+		dials[i].Store(0)
+	}
+	waiting := client()
+	lockOnce(waiting, "notice-conns-wait", nil)
+	if got := settled(2); !slices.Equal(got, []int32{2, 2, 2}) {
+		t.Fatalf("connections dialled per node by a Client after one uncontended waiting Acquire: %v; want 2 each (its pool's and its notice connection)", got)
+	}
+}
+
+// A node that cannot be reached is dialled again for its notices with a
+// growing pause (at most a second), not ten times a second for as long as
+// it is down: every Client that has waited once keeps trying.
+func TestQueueNoticeRedialBacksOff(t *testing.T) {
+	ctx := context.Background()
+	var dials atomic.Int32
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, // one dial per try
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("node down (test)")
+		}})
+	t.Cleanup(func() { _ = down.Close() })
+	c := newTestClient(t, []redis.UniversalClient{cluster(t).Client(0), cluster(t).Client(1), down}, nil)
+	l, err := c.Acquire(ctx, "notice-redial", 10*time.Second, nil) // opens the notice connections
+	if err != nil {
+		t.Fatalf("Acquire with one node of three down: %v", err)
+	}
+	_ = l.Release(ctx) // it reports the down node; the other two released it
+	const watch = 2500 * time.Millisecond
+	time.Sleep(200 * time.Millisecond) // the calls' own dials are over
+	before := dials.Load()
+	time.Sleep(watch)
+	// Pauses of 100, 200, 400, 800 ms, then a second: about six dials in
+	// the window. A fixed 100 ms pause dials about 25 times.
+	if n := dials.Load() - before; n > 10 {
+		t.Errorf("the down node was dialled %d times in %v for its notices; want a growing pause between tries (at most about 7)", n, watch)
+	}
+}
