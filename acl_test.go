@@ -99,7 +99,7 @@ func TestACLMinimalUser(t *testing.T) {
 	other := newTestClient(t, users, patient)
 	holder := acquireFenced(t, c, name, time.Minute)
 	key, _ := c.Keys(name)
-	qkey, _ := queueKeys(key)
+	qkey, _ := c.keys(name).queue, c.keys(name).queueTimes
 	got := make(chan *Lock, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -112,7 +112,7 @@ func TestACLMinimalUser(t *testing.T) {
 		}
 		got <- l
 	}()
-	channel := other.releaseChannel(key) + ":" + other.waker.id
+	channel := other.keys(name).channel + ":" + other.waker.id
 	var state []string // per node, for the failure message
 	defer func() {
 		if t.Failed() {

@@ -81,8 +81,8 @@ func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquire
 func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
 	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
-	const key, fenceKey = "redlock:{acquire-bad-counter}", "redlock:{acquire-bad-counter}:fence"
-	q, qt := queueKeys(key)
+	k := keysOf(DefaultKeyPrefix, "acquire-bad-counter")
+	key, fenceKey, q, qt := k.lock, k.fence, k.queue, k.queueTimes
 	all := []string{key, fenceKey, q, qt}
 	for _, bad := range []string{"abc", "", "-5", "-1", "-2", "-10", "-200", "-1099", "-0", "007", "+5", "1.5", " 5",
 		"9223372036854775807", "99999999999999999999", "-9223372036854775807", "-9223372036854775808", "hash"} {
@@ -128,8 +128,8 @@ func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
 func TestAcquireScriptReplies(t *testing.T) {
 	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
-	const key, fenceKey = "redlock:{acquire-replies}", "redlock:{acquire-replies}:fence"
-	q, qt := queueKeys(key)
+	k := keysOf(DefaultKeyPrefix, "acquire-replies")
+	key, fenceKey, q, qt := k.lock, k.fence, k.queue, k.queueTimes
 	all := []string{key, fenceKey, q, qt}
 	const counter = 1<<53 + 1 // past 2^53: exact only as a string
 	for _, tc := range acquireScriptCases() {
@@ -190,11 +190,12 @@ func TestAcquireBadCounterMinimalACL(t *testing.T) {
 
 func TestAcquireScriptAttempts(t *testing.T) {
 	c := newTestClient(t, nodes(t, 3), nil)
-	ls := c.newLease("idem", 10*time.Second, true)
-	cl := &call{leaveTurn: func() {}}
+	ls := c.newLease("idem", 10*time.Second, leaseSpec{fenced: true})
+	cl := newCall(ls)
+	w := newWaiter(ls, queueBarge, time.Now(), c.waker.id)
 	try := func(cl *call, attempt int) *Lock {
 		t.Helper()
-		l, qerr := c.try(t.Context(), cl, ls, attempt)
+		l, qerr := c.try(t.Context(), cl, w, attempt)
 		if l != nil {
 			t.Cleanup(func() { l.end(ErrReleased, 0) })
 			return l
@@ -210,13 +211,13 @@ func TestAcquireScriptAttempts(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Second)
 		for i, nd := range nodes(t, 3) {
-			got, err := nd.Get(t.Context(), ls.key).Result()
+			got, err := nd.Get(t.Context(), ls.keys.lock).Result()
 			for got != value && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
-				got, err = nd.Get(t.Context(), ls.key).Result()
+				got, err = nd.Get(t.Context(), ls.keys.lock).Result()
 			}
 			if got != value {
-				t.Errorf("node %d: GET %s = %q, %v; want %q", i, ls.key, got, err, value)
+				t.Errorf("node %d: GET %s = %q, %v; want %q", i, ls.keys.lock, got, err, value)
 			}
 		}
 	}
@@ -240,13 +241,13 @@ func TestAcquireScriptAttempts(t *testing.T) {
 	// state: the call itself never goes back to an earlier attempt, and
 	// reusing it would make attempt 2's own late replies (still on their
 	// way from the last node) look stale and clean themselves up.
-	if l := try(&call{leaveTurn: func() {}}, 1); l != nil {
+	if l := try(newCall(ls), 1); l != nil {
 		t.Errorf("delayed attempt 1 after attempt 2 succeeded; want ErrHeld")
 	}
 	c.cleanup(t.Context(), ls, ls.value(1), allNodes(3))
 	holds(ls.value(2))
-	c.releaseAll(t.Context(), ls)
-	assertNoLockKey(t, nodes(t, 3), ls.key)
+	c.releaseAll(t.Context(), cl)
+	assertNoLockKey(t, nodes(t, 3), ls.keys.lock)
 }
 
 // allNodes lists the indexes of n nodes.

@@ -135,7 +135,7 @@ func collectClosed(t *testing.T, results <-chan acquired, n int, start time.Time
 // flight have landed (entries are "<token>:<client>[:<ttl>:<fence>]").
 func assertNoEntriesOf(t testing.TB, ns []redis.UniversalClient, key, client string) {
 	t.Helper()
-	q, qt := queueKeys(key)
+	q, qt := key+":q", key+":qt" // (keysOf derives them so)
 	deadline := time.Now().Add(2 * time.Second)
 	for i, n := range ns {
 		for _, k := range []string{q, qt} {
@@ -450,7 +450,7 @@ func TestCloseDropsGrantAfterClose(t *testing.T) {
 			results <- acquired{l, err}
 		}()
 		waitQueued(t, c, ns, name, 1)
-		waitSubscribed(t, c, c.releaseChannel(key)+":"+c.waker.id, len(ns))
+		waitSubscribed(t, c, c.keys(name).channel+":"+c.waker.id, len(ns))
 		start := time.Now()
 		if err := held.Release(ctx); err != nil {
 			t.Fatalf("holder's Release: %v", err)

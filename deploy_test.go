@@ -203,7 +203,7 @@ func TestClusterNode(t *testing.T) {
 
 	// The lock, fence and queue keys share the slot of the hash tag.
 	key, fenceKey := holder.Keys(name)
-	q, qt := queueKeys(key)
+	q, qt := holder.keys(name).queue, holder.keys(name).queueTimes
 	slot := func(k string) int64 {
 		s, err := cc.ClusterKeySlot(t.Context(), k).Result()
 		if err != nil {

@@ -28,9 +28,9 @@ func (s *logSink) Nodes(msg string) []int {
 
 // CleanupSource is the cleanup script's source as the Client loads it (the
 // handOn fragment, then cleanup.lua).
-var CleanupSource = handOnSrc + cleanupSrc
+var CleanupSource = luaSource("handon.lua", "cleanup.lua")
 
 // ExtendSource is the extend script's source as the Client loads it, for
 // the chaos suite's control d, which runs the script's earlier,
 // unconditional form in its place.
-var ExtendSource = extendSrc
+var ExtendSource = luaSource("extend.lua")

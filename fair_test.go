@@ -21,8 +21,7 @@ import (
 // queueLen returns the number of entries in name's queue on each node.
 func queueLen(t testing.TB, c *Client, ns []redis.UniversalClient, name string) []int64 {
 	t.Helper()
-	key, _ := c.Keys(name)
-	q, _ := queueKeys(key)
+	q := c.keys(name).queue
 	out := make([]int64, len(ns))
 	for i, n := range ns {
 		v, err := n.ZCard(context.Background(), q).Result()
@@ -56,8 +55,7 @@ func waitQueued(t testing.TB, c *Client, ns []redis.UniversalClient, name string
 // assertNoQueueKeys fails the test if any node still has name's queue keys.
 func assertNoQueueKeys(t testing.TB, c *Client, ns []redis.UniversalClient, name string) {
 	t.Helper()
-	key, _ := c.Keys(name)
-	q, qt := queueKeys(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
 	assertNoLockKey(t, ns, q)
 	assertNoLockKey(t, ns, qt)
 }
@@ -68,7 +66,7 @@ func assertNoQueueKeys(t testing.TB, c *Client, ns []redis.UniversalClient, name
 func enqueueDead(t testing.TB, c *Client, ns []redis.UniversalClient, name, token string, prio int64) {
 	t.Helper()
 	key, fenceKey := c.Keys(name)
-	q, qt := queueKeys(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
 	for i, n := range ns {
 		v, err := acquireScript.Run(context.Background(), n, []string{key, fenceKey, q, qt},
 			token+".1", "10000", "0", queueWait, token, fmt.Sprint(prio), queueTTLArg).Text()
@@ -382,7 +380,7 @@ func TestFairQueueNoKeysLeftAfterContention(t *testing.T) {
 	}
 	c := newTestClient(t, ns, nil)
 	key, _ := c.Keys(name)
-	q, qt := queueKeys(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
 	for i, n := range ns {
 		a, _ := n.ZRangeWithScores(context.Background(), q, 0, -1).Result()
 		b, _ := n.ZRangeWithScores(context.Background(), qt, 0, -1).Result()
@@ -437,7 +435,7 @@ func TestFairQueueNodeBlackholedDuringContention(t *testing.T) {
 	c := newTestClient(t, ns, nil)
 	key, _ := c.Keys(name)
 	assertNoLockKey(t, []redis.UniversalClient{ns[0], ns[2], ns[3], ns[4]}, key)
-	q, qt := queueKeys(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
 	assertNoLockKey(t, []redis.UniversalClient{ns[0], ns[2], ns[3], ns[4]}, q)
 	assertNoLockKey(t, []redis.UniversalClient{ns[0], ns[2], ns[3], ns[4]}, qt)
 }
@@ -499,7 +497,7 @@ func TestFairQueueKeyOfWrongType(t *testing.T) {
 	c := newTestClient(t, ns, nil)
 	ctx := context.Background()
 	key, _ := c.Keys(name)
-	q, _ := queueKeys(key)
+	q, _ := c.keys(name).queue, c.keys(name).queueTimes
 	for _, n := range ns {
 		if err := n.Set(ctx, q, "not a queue", time.Minute).Err(); err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	r := sendRound(ctx, c, forceRequest(keysOf(c.opts.KeyPrefix, name)), &transport.Spec[[]any]{
+	r := sendRound(ctx, c, forceRequest(c.keys(name)), &transport.Spec[[]any]{
 		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	out := make([]Broken, len(c.nodes))
 	errs := nodeErrorsOf(c, r, c.opts.NodeTimeout, func(v []any) error {

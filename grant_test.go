@@ -88,7 +88,7 @@ func TestGrantHandsOffWithoutAnAttempt(t *testing.T) {
 					waitQueued(t, w, ns, name, 1)
 					// A grant goes only to a waiter that listens: wait
 					// until its subscription is live on every node.
-					waitSubscribed(t, w, w.releaseChannel(key)+":"+w.waker.id, len(ns))
+					waitSubscribed(t, w, w.keys(name).channel+":"+w.waker.id, len(ns))
 				} else {
 					time.Sleep(50 * time.Millisecond) // its first attempt is refused
 				}
@@ -182,7 +182,7 @@ func TestGrantSkipsAWaiterNobodyListensFor(t *testing.T) {
 			var subs []*redis.PubSub
 			if listening {
 				for _, n := range ns {
-					ps := n.Subscribe(ctx, holder.releaseChannel(key)+":goneclient")
+					ps := n.Subscribe(ctx, holder.keys(name).channel+":goneclient")
 					if _, err := ps.Receive(ctx); err != nil { // the subscription is live
 						t.Fatal(err)
 					}
@@ -219,7 +219,7 @@ func TestGrantSkipsAWaiterNobodyListensFor(t *testing.T) {
 				n.Del(ctx, key)
 			}
 			for _, n := range ns {
-				q, qt := queueKeys(key)
+				q, qt := holder.keys(name).queue, holder.keys(name).queueTimes
 				n.Del(ctx, q, qt)
 			}
 		})
@@ -237,7 +237,7 @@ func TestGrantNotOverABadCounter(t *testing.T) {
 	key, fenceKey := holder.Keys(name)
 	var subs []*redis.PubSub
 	for _, n := range ns {
-		ps := n.Subscribe(ctx, holder.releaseChannel(key)+":badclient")
+		ps := n.Subscribe(ctx, holder.keys(name).channel+":badclient")
 		if _, err := ps.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestGrantNotOverABadCounter(t *testing.T) {
 		}
 	}
 	for _, n := range ns {
-		q, qt := queueKeys(key)
+		q, qt := holder.keys(name).queue, holder.keys(name).queueTimes
 		n.Del(ctx, q, qt, fenceKey)
 	}
 }
@@ -317,12 +317,12 @@ func TestGrantLeftByAGivingUpCall(t *testing.T) {
 			n := nodes(t, 1)[0]
 			c := newTestClient(t, []redis.UniversalClient{n}, nil)
 			key, _ := c.Keys(fmt.Sprintf("grant-leave-%v", gaveUp))
-			q, qt := queueKeys(key)
+			q, qt := c.keys(fmt.Sprintf("grant-leave-%v", gaveUp)).queue, c.keys(fmt.Sprintf("grant-leave-%v", gaveUp)).queueTimes
 			mine, next := "leavetoken:me:10000:1", "nexttoken:nextclient"
 			n.ZAdd(ctx, q, redis.Z{Score: 1, Member: mine}, redis.Z{Score: 2, Member: next})
 			n.ZAdd(ctx, qt, redis.Z{Score: 1e15, Member: mine}, redis.Z{Score: 1e15, Member: next})
 			n.Set(ctx, key, "leavetoken.0", 10*time.Second)
-			channel := c.releaseChannel(key)
+			channel := c.keys(fmt.Sprintf("grant-leave-%v", gaveUp)).channel
 			ps := n.Subscribe(ctx, channel+":nextclient")
 			defer ps.Close()
 			if _, err := ps.Receive(ctx); err != nil {
@@ -444,7 +444,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 	const name = "grant-split"
 	holder := newTestClient(t, ns, nil)
 	key, _ := holder.Keys(name)
-	q, qt := queueKeys(key)
+	q, qt := holder.keys(name).queue, holder.keys(name).queueTimes
 	if err := ns[4].Set(ctx, key, "foreign.1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 			return l.Release(ctx)
 		})
 		waitQueued(t, w, ns, name, int64(i+1))
-		waitSubscribed(t, w, w.releaseChannel(key)+":"+w.waker.id, len(ns))
+		waitSubscribed(t, w, w.keys(name).channel+":"+w.waker.id, len(ns))
 	}
 	// Each waiter's entry, by its Client's id.
 	entries := make([]string, 2)
@@ -516,7 +516,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 		if _, err := n.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZRem(ctx, q, gone)
 			p.ZRem(ctx, qt, gone)
-			p.Eval(ctx, handOnSrc+releaseSrc, []string{key, q, qt, fenceKey}, h.ls.prefix, h.ls.channel)
+			p.Eval(ctx, luaSource("handon.lua", "release.lua"), []string{key, q, qt, fenceKey}, h.ls.prefix, h.ls.keys.channel)
 			return nil
 		}); err != nil {
 			t.Fatalf("node %d: %v", i, err)

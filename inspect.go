@@ -60,7 +60,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	r := sendRound(ctx, c, inspectRequest(keysOf(c.opts.KeyPrefix, name)), &transport.Spec[[]any]{
+	r := sendRound(ctx, c, inspectRequest(c.keys(name)), &transport.Spec[[]any]{
 		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	if err := ctx.Err(); err != nil {
 		return nil, err

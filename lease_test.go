@@ -21,15 +21,15 @@ func testLeaseStrings(t *testing.T, prefix string) {
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := newFakeClient(t, 1, &Options{KeyPrefix: prefix})
 		for _, name := range []string{"a", "orders:42", strings.Repeat("n", MaxNameLen)} {
-			ls := c.newLease(name, 1500*time.Millisecond, true)
-			key, fenceKey := c.Keys(name)
-			q, qt := queueKeys(key)
-			if ls.key != key || ls.fenceKey != fenceKey || ls.queueKey != q || ls.queueTimesKey != qt {
-				t.Errorf("prefix %q, name %q: lease keys %q %q %q %q; want %q %q %q %q", prefix, name,
-					ls.key, ls.fenceKey, ls.queueKey, ls.queueTimesKey, key, fenceKey, q, qt)
+			ls := c.newLease(name, 1500*time.Millisecond, leaseSpec{fenced: true})
+			p := c.opts.KeyPrefix // DefaultKeyPrefix for ""
+			lock := p + "{" + name + "}"
+			want := keys{lock: lock, fence: lock + ":fence", queue: lock + ":q", queueTimes: lock + ":qt", channel: p + "released:" + lock}
+			if ls.keys != want {
+				t.Errorf("prefix %q, name %q: lease keys %+v; want %+v", prefix, name, ls.keys, want)
 			}
-			if want := c.releaseChannel(key); ls.channel != want {
-				t.Errorf("prefix %q, name %q: lease channel %q; want %q", prefix, name, ls.channel, want)
+			if key, fenceKey := c.Keys(name); key != want.lock || fenceKey != want.fence || c.keys(name) != want {
+				t.Errorf("prefix %q, name %q: Keys = %q, %q, keys = %+v; want %+v", prefix, name, key, fenceKey, c.keys(name), want)
 			}
 			if len(ls.token) != len(newToken()) || strings.ContainsAny(ls.token, ".:{}") || ls.prefix != ls.token+"." {
 				t.Errorf("token %q, prefix %q; want a token like %q and the token and a dot", ls.token, ls.prefix, newToken())
@@ -42,14 +42,14 @@ func testLeaseStrings(t *testing.T, prefix string) {
 					t.Errorf("value(%d) = %q; want %q", attempt, got, want)
 				}
 			}
-			// A lease that takes over another call's token (Resume)
-			// makes its values from that token.
-			ls.token, ls.prefix = "other", "other."
-			if got := ls.value(1); got != "other.1" {
-				t.Errorf("value(1) after the token changed = %q; want \"other.1\"", got)
+			// A lease made for another call's token (Resume) makes its
+			// values from that token, and keeps its own keys.
+			other := c.newLease(name, time.Second, leaseSpec{token: "other"})
+			if got := other.value(1); got != "other.1" || other.token != "other" || other.keys != want {
+				t.Errorf("a lease of token \"other\": value(1) = %q, token %q, keys %+v; want \"other.1\", \"other\", %+v", got, other.token, other.keys, want)
 			}
 		}
-		if ls := c.newLease("n", time.Second, false); ls.fenceArg != "0" {
+		if ls := c.newLease("n", time.Second, leaseSpec{}); ls.fenceArg != "0" {
 			t.Errorf("unfenced lease: fence argument %q; want \"0\"", ls.fenceArg)
 		}
 	})

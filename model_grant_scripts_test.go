@@ -22,8 +22,8 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 	const name = "model-grant-conformance"
 	c := newTestClient(t, []redis.UniversalClient{rdb}, nil)
 	key, ctrKey := c.Keys(name)
-	q, qt := queueKeys(key)
-	channel := c.releaseChannel(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
+	channel := c.keys(name).channel
 	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey, others: []string{q, qt}}
 	token, valueOf, setup, check := modelToken, modelValue, sn.setup, sn.check
 	// Key states: absent, a grant to call 1 or 2 ("T.0"), or an attempt's

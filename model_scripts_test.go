@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/redlock-go/redlock/internal/transport"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -26,7 +28,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 	// or 2 (the new protocol: every attempt writes "<token>.<attempt>").
 	keys := []mval{{}, {1, 1}, {1, 2}, {2, 1}, {2, 2}}
 	counters := []uint8{0, 4}
-	run := func(s *redis.Script, keys []string, args ...any) (any, error) {
+	run := func(s *transport.Script, keys []string, args ...any) (any, error) {
 		return s.Run(ctx, rdb, keys, args...).Result()
 	}
 	steps := 0
@@ -190,7 +192,7 @@ func TestModelGuardMatchesGuard(t *testing.T) {
 // move the expiry later. The old extend (nodeExtendOld) must disagree with
 // the script on the keys that outlive now+ttl: the comparison can tell.
 func TestModelExpiryMatchesScripts(t *testing.T) {
-	rdb := nodes(1)[0]
+	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	const key, ctrKey = "redlock:{model-expiry}", "redlock:{model-expiry}:fence"
 	sn := &scriptNode{rdb: rdb, key: key, ctrKey: ctrKey}

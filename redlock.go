@@ -219,6 +219,6 @@ func (c *Client) Quorum() int { return c.quorum }
 
 // Keys returns the lock key and the fence counter key used for name.
 func (c *Client) Keys(name string) (lockKey, fenceKey string) {
-	k := keysOf(c.opts.KeyPrefix, name)
+	k := c.keys(name)
 	return k.lock, k.fence
 }

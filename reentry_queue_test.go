@@ -20,7 +20,7 @@ func TestReentrantReleaseLeavesQueueWhereKeyIsForeign(t *testing.T) {
 			c := newTestClient(t, ns, nil)
 			name := "foreign-queue-" + map[bool]string{false: "plain", true: "reentrant"}[reent]
 			key, fenceKey := c.Keys(name)
-			q, qt := queueKeys(key)
+			q, qt := c.keys(name).queue, c.keys(name).queueTimes
 			ctx := t.Context()
 			// Node 2 holds another owner's re-entrant lock.
 			ns[2].HSet(ctx, key, "rl-owner", "other", "rl-fence", "1", "rl-ttl", "60000", "rl-meta", "", "h:other", "1")
@@ -47,7 +47,7 @@ func TestReentrantReleaseLeavesQueueWhereKeyIsForeign(t *testing.T) {
 			// Node 2 refused the call and queued it, if its answer came
 			// before the round was decided (a later one is taken out again
 			// at once): put the entry there as that refusal does.
-			entry := l.ls.member
+			entry := newWaiter(l.ls, queueWait, time.Now(), c.waker.id).member
 			ns[2].ZAdd(ctx, q, redis.Z{Score: 1, Member: entry})
 			ns[2].ZAdd(ctx, qt, redis.Z{Score: float64(time.Now().Add(time.Second).UnixMilli()), Member: entry})
 			ns[2].PExpire(ctx, q, time.Second)

@@ -11,8 +11,9 @@ import (
 func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
 	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
-	const key, tok = "redlock:{reentrant-forms}", "T1x"
-	q, qt := queueKeys(key)
+	const tok = "T1x"
+	k := keysOf(DefaultKeyPrefix, "reentrant-forms")
+	key, q, qt := k.lock, k.queue, k.queueTimes
 	setPlain := func() { rdb.Del(ctx, key); rdb.Set(ctx, key, tok+".1", time.Minute) }
 	setHash := func() {
 		rdb.Del(ctx, key)
@@ -71,7 +72,7 @@ func TestReentrantHoldReleaseIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, qt := queueKeys(key)
+	q, qt := c.keys(name).queue, c.keys(name).queueTimes
 	for i := 0; i < 2; i++ {
 		got, err := holdReleaseScript.Run(t.Context(), nodes(t, 1)[0], []string{key, q, qt}, inner.Token(), inner.ls.hold, "ch", "").Int64()
 		if want := []int64{2, 0}[i]; err != nil || got != want {

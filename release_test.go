@@ -70,7 +70,7 @@ func newWrappedClient(t testing.TB, n int, opts *Options, wrap func(i int, f *fa
 	c, fakes := newFakeClient(t, n, opts)
 	for i, f := range fakes {
 		if s := wrap(i, f); s != nil {
-			c.nodes[i].client = s
+			c.nodes[i].client, c.links[i].Client = s, s
 		}
 	}
 	return c, fakes
@@ -161,7 +161,7 @@ func TestCloseJoinsBackgroundCalls(t *testing.T) {
 		if _, err := c.Acquire(t.Context(), "late", time.Minute, &AcquireOptions{Retry: NoRetry()}); !errors.Is(err, ErrNotAcquired) {
 			t.Fatalf("Acquire = %v; want ErrNotAcquired", err)
 		}
-		if n := c.goes.running(); n == 0 {
+		if n := c.goes.Running(); n == 0 {
 			t.Fatalf("no background call running before Close; the test has nothing to join")
 		}
 		// Acquire returned at the node timeout, 100ms after Release: node
@@ -174,7 +174,7 @@ func TestCloseJoinsBackgroundCalls(t *testing.T) {
 		if n := fakes[1].count("release"); n != 1 {
 			t.Errorf("node 1 got %d deletes by Close; want 1", n)
 		}
-		if n := c.goes.running(); n != 0 {
+		if n := c.goes.Running(); n != 0 {
 			t.Errorf("%d goroutines still running after Close; want 0", n)
 		}
 		noKey(t, fakes, "redlock:{held}")
@@ -197,7 +197,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 			t.Fatalf("node 0 got %d extends before Close; want 1", extends)
 		}
 		c.Close()
-		if n := c.goes.running(); n != 0 {
+		if n := c.goes.Running(); n != 0 {
 			t.Errorf("%d goroutines still running after Close; want 0 (the watchdog joined)", n)
 		}
 		if err := l.Err(); err != nil {

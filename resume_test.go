@@ -67,12 +67,8 @@ func TestResumeFromSecondClient(t *testing.T) {
 // forged is a lock of c on name with a token of its own, as someone who
 // knows the name but not the token would make it.
 func forged(c *Client, name string, ttl time.Duration, reent bool) *Lock {
-	ls := c.newLease(name, ttl, true)
-	ls.queueKey, ls.queueTimesKey = queueKeys(ls.key)
-	if reent {
-		ls.hold = ls.token
-	}
-	return newLock(c, ls, 1, time.Now().Add(ttl), &call{leaveTurn: func() {}})
+	ls := c.newLease(name, ttl, leaseSpec{fenced: true, reentrant: reent})
+	return newLock(c, newCall(ls), 1, time.Now().Add(ttl))
 }
 
 func TestResumeWrongTokenRejected(t *testing.T) {

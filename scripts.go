@@ -17,7 +17,10 @@ var luaFiles embed.FS
 
 // script returns the script made of the named files of lua/, in order (a
 // script that uses the handOn fragment starts with handon.lua).
-func script(files ...string) *transport.Script {
+func script(files ...string) *transport.Script { return transport.NewScript(luaSource(files...)) }
+
+// luaSource returns the named files of lua/, one after the other.
+func luaSource(files ...string) string {
 	var src strings.Builder
 	for _, f := range files {
 		b, err := luaFiles.ReadFile("lua/" + f)
@@ -26,7 +29,7 @@ func script(files ...string) *transport.Script {
 		}
 		src.Write(b)
 	}
-	return transport.NewScript(src.String())
+	return src.String()
 }
 
 // keys are the names of what a lock keeps on each node. The braces around
@@ -77,6 +80,9 @@ func keysOf(prefix, name string) keys {
 	b, e := appendKeys(nil, prefix, name)
 	return e.keysIn(string(b))
 }
+
+// keys returns the keys of name on c's nodes.
+func (c *Client) keys(name string) keys { return keysOf(c.opts.KeyPrefix, name) }
 
 var (
 	acquireScript     = script("acquire.lua")

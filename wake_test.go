@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/redlock-go/redlock/internal/transport"
+
 	"context"
 	"errors"
 	"net"
@@ -54,7 +56,7 @@ func wokenNow(ch <-chan struct{}) bool {
 }
 
 func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
-	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: notices are fed by hand
+	w := newWaker(make([]node, 5), time.Second, nil, new(transport.Tracker)) // no subscriptions: notices are fed by hand
 	defer w.close()
 	head, _, cancelHead, _ := w.watch("ch", "head")
 	defer cancelHead()
@@ -85,7 +87,7 @@ func TestQueueWakerWakesNamedHeadOnQuorum(t *testing.T) {
 // then went unheard. A waiter that listens later is told they reach us
 // already, so that it tries again at once instead.
 func TestQueueWakerWakesWaitersWhenNoticesStart(t *testing.T) {
-	w := newWaker(make([]node, 5), time.Second, nil, new(tracker)) // no subscriptions: counted in by hand
+	w := newWaker(make([]node, 5), time.Second, nil, new(transport.Tracker)) // no subscriptions: counted in by hand
 	defer w.close()
 	early, _, cancelEarly, live := w.watch("ch", "early")
 	defer cancelEarly()
@@ -135,8 +137,7 @@ func TestQueueSubscriptionLingers(t *testing.T) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := holder.Keys(name)
-	channel := holder.releaseChannel(key) + ":" + c.waker.id // c's own channel for the name
+	channel := holder.keys(name).channel + ":" + c.waker.id // c's own channel for the name
 	subs := func() int64 {
 		m, err := ns[0].PubSubNumSub(context.Background(), channel).Result()
 		if err != nil {

@@ -64,6 +64,13 @@ func NewSender(n redis.Scripter, goes *Tracker, life context.Context) *Sender {
 	return &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
 }
 
+// Queued returns how many calls wait to be sent.
+func (s *Sender) Queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
 // submit queues o; the Sender's goroutine sends it and calls o.to.answer.
 func (s *Sender) submit(o *op) {
 	s.mu.Lock()

@@ -113,9 +113,9 @@ func TestSenderPipelinesCallsWhileBusy(t *testing.T) {
 					answers <- answer{want, got, err}
 				}()
 			}
-			for deadline := time.Now().Add(10 * time.Second); queued(s) < calls; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); s.Queued() < calls; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d calls queued behind the first after 10s; want %d", queued(s), calls)
+					t.Fatalf("%d calls queued behind the first after 10s; want %d", s.Queued(), calls)
 				}
 			}
 			if flush {
@@ -141,11 +141,4 @@ func TestSenderPipelinesCallsWhileBusy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// queued returns how many calls wait in s.
-func queued(s *Sender) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
 }

@@ -1,6 +1,8 @@
 package redlock
 
 import (
+	"github.com/redlock-go/redlock/internal/transport"
+
 	"context"
 	"fmt"
 	"strings"
@@ -52,7 +54,7 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		h.pipelines = append(h.pipelines, len(cmds))
 		for _, c := range cmds {
 			h.countLocked(c)
-			if isNoScript(c.Err()) {
+			if transport.IsNoScript(c.Err()) {
 				h.noScript++
 			}
 		}
@@ -73,7 +75,7 @@ func (h *gateHook) countLocked(cmd redis.Cmder) {
 // count returns how many calls of script ("acquire", "release", "cleanup")
 // the client sent with EVALSHA.
 func (h *gateHook) count(script string) int {
-	s := map[string]*redis.Script{"acquire": acquireScript, "release": releaseScript, "cleanup": cleanupScript}[script]
+	s := map[string]*transport.Script{"acquire": acquireScript, "release": releaseScript, "cleanup": cleanupScript}[script]
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.shas[s.Hash()]
@@ -81,10 +83,7 @@ func (h *gateHook) count(script string) int {
 
 // queued returns how many calls wait in the sender of c's node i.
 func queued(c *Client, i int) int {
-	s := c.nodes[i].send
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
+	return c.links[i].Sender.Queued()
 }
 
 // TestSenderPipelinesQueuedCalls: calls that come while a node has one in
@@ -108,7 +107,7 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 			// deadline while the test holds node 0, however slow the machine.
 			c := newTestClient(t, clients, &Options{NodeTimeout: 5 * time.Second})
 			for i := range n {
-				if c.nodes[i].send == nil {
+				if c.links[i].Sender == nil {
 					t.Fatalf("node %d has no sender; want one for a go-redis client", i)
 				}
 			}
