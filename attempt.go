@@ -76,7 +76,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	start := c.clock.Now()
 	value := ls.value(attempt)
 	cl.begin(attempt)
-	r := sendRound(ctx, c, ls.acquireRequest(w, value), observed(c, &transport.Spec[grant]{
+	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(c, &transport.Spec[grant]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: grantReply, Accept: granted,
 		Late: func(rp transport.Reply[grant]) {
 			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) && !c.lateCovered(cl, rp.Node) {
@@ -153,4 +153,30 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	mine = append(mine, cl.fail()...)
 	c.cleanup(ctx, ls, value, mine)
 	return nil, qerr
+}
+
+// cleanup deletes the key of one failed attempt (its exact value) on the
+// given nodes, waiting for them or the per-node timeout, even if ctx has
+// ended; failures are logged (the key expires with its TTL). Nobody waits
+// for such a key, so nobody is woken: waking every waiter for it would
+// start a storm of attempts.
+func (c *Client) cleanup(ctx context.Context, ls *lease, value string, which []int) {
+	if len(which) == 0 {
+		return
+	}
+	set := make([]bool, len(c.nodes))
+	for _, i := range which {
+		set[i] = true
+	}
+	r := sendRound(context.WithoutCancel(ctx), c, ls.cleanupRequest(value), &transport.Spec[int64]{
+		PerNode: ls.timeout, Which: set, Parse: int64Reply, Accept: anyAnswer[int64]})
+	if c.opts.Logger == nil {
+		return
+	}
+	for i, err := range nodeErrorsOf(c, r, ls.timeout, noRefusal[int64]) {
+		if set[i] && err != nil {
+			c.warn("redlock: cleanup of a failed attempt failed on a node; its key expires with its TTL",
+				"lock", ls.name, "node", i, "err", err)
+		}
+	}
 }

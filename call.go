@@ -106,3 +106,12 @@ func (cl *call) released() {
 	defer cl.mu.Unlock()
 	cl.held = false
 }
+
+// poke sends on ch, buffered 1, unless a send is pending already: a wake-up
+// or kick that is not yet taken stands for this one too.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -57,8 +57,9 @@ func (l *Lock) Token() string { return l.ls.token }
 // Fence returns the fencing token of this acquisition: larger than that of
 // every acquisition of the same name that completed before this one began.
 // Two holds that overlap (possible only when Redlock's timing assumptions
-// break) may get the same fence; the guards ([FenceGuard], [RedisGuard],
-// [SQLGuard]) then accept it from one owner only. Send it with every write
+// break) may get the same fence; the guards of package
+// [github.com/redlock-go/redlock/guard] then accept it from one owner only
+// (the holder whose [Lock.Token] they saw first). Send it with every write
 // to a downstream store. 0 when fencing is off. Extending the lock keeps the
 // fence.
 func (l *Lock) Fence() uint64 { return l.fence }

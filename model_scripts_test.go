@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"github.com/redlock-go/redlock/guard"
 	"github.com/redlock-go/redlock/internal/transport"
 
 	"context"
@@ -167,14 +168,14 @@ func TestModelGuardMatchesGuard(t *testing.T) {
 		if tok == 0 {
 			return ""
 		}
-		return OwnerID("T" + strconv.Itoa(int(tok)))
+		return guard.OwnerID("T" + strconv.Itoa(int(tok)))
 	}
 	for highest := uint8(0); highest < 4; highest++ {
 		for recorded := uint8(0); recorded < 3; recorded++ {
 			for f := uint8(0); f < 4; f++ {
 				for tok := uint8(1); tok < 3; tok++ {
 					_, _, model := guardAccess(highest, recorded, f, tok, true)
-					lib := f != 0 && fenceAccepts(uint64(highest), owner(recorded), uint64(f), owner(tok))
+					lib := f != 0 && guard.Accepts(uint64(highest), owner(recorded), uint64(f), owner(tok))
 					if model != lib {
 						t.Errorf("highest %d by %d, access %d by %d: model accepts %v, library %v", highest, recorded, f, tok, model, lib)
 					}

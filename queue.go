@@ -33,30 +33,15 @@ import (
 // refreshed, so nothing is left behind. The holder's entry stays until its
 // release removes it, so an attempt that won only some nodes keeps its place
 // on all of them.
-const (
-	queueTTL     = time.Second
-	queueRefresh = queueTTL / 4
-)
-
-// How an Acquire call uses the queue (ARGV[4] of acquire.lua).
-const (
-	queueWait  = "wait"  // waits its turn in the queue (default)
-	queueTry   = "try"   // a try-lock: takes the free key only if nobody queues, never queues
-	queueBarge = "barge" // ignores the queue (AcquireOptions.Barging)
-)
-
-// queueTTLArg is queueTTL as the acquire script takes it.
-var queueTTLArg = millis(queueTTL)
+const queueRefresh = queueTTL / 4
 
 // waiter is one Acquire call's place in the waiting order: fixed when the
 // call starts (mode, member, priority), what its last attempt learnt of
 // the queue, and whether it still waits. It belongs to the call's wait
 // loop; late answers of its attempts read member and the two flags.
 type waiter struct {
-	mode      string // queueWait, queueTry or queueBarge
-	member    string // queueWait: the call's entry, "<token>:<client>", and ":<ttl>:<fence>" when grantable
-	grantable bool   // a release may grant the call the key (release.lua): a plain lock's waiter
-	priority  string // queueWait: the call's rank in the queue, alike on every node
+	place          // fixed when the call starts
+	grantable bool // a release may grant the call the key (release.lua): a plain lock's waiter
 
 	gaveUp atomic.Bool // the call failed: its grants go when it leaves the queue
 	done   atomic.Bool // the call no longer waits: it won or gave up
@@ -69,7 +54,7 @@ type waiter struct {
 // newWaiter fixes how the call of ls uses the queue, in mode, and its
 // priority: its start of contention, as every node will compare it.
 func newWaiter(ls *lease, mode string, start time.Time, client string) *waiter {
-	w := &waiter{mode: mode}
+	w := &waiter{place: place{mode: mode}}
 	if mode == queueWait { // only a waiting call has an entry of its own
 		w.member = ls.token + ":" + client
 		if ls.hold == "" {
@@ -185,6 +170,6 @@ func (c *Client) leaveNodes(ctx context.Context, ls *lease, w *waiter, which fun
 	if w.gaveUp.Load() {
 		gaveUp = "1"
 	}
-	sendRound(context.WithoutCancel(ctx), c, ls.leaveRequest(w, gaveUp), &transport.Spec[int64]{
+	sendRound(context.WithoutCancel(ctx), c, ls.leaveRequest(w.place, gaveUp), &transport.Spec[int64]{
 		PerNode: ls.timeout, Which: sel, Parse: int64Reply, Accept: anyAnswer[int64]})
 }

@@ -142,29 +142,3 @@ func (c *Client) releaseAll(ctx context.Context, cl *call) {
 		PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted, Queued: &cl.releaseQueued},
 		EventRelease, cl.ls.name))
 }
-
-// cleanup deletes the key of one failed attempt (its exact value) on the
-// given nodes, waiting for them or the per-node timeout, even if ctx has
-// ended; failures are logged (the key expires with its TTL). Nobody waits
-// for such a key, so nobody is woken: waking every waiter for it would
-// start a storm of attempts.
-func (c *Client) cleanup(ctx context.Context, ls *lease, value string, which []int) {
-	if len(which) == 0 {
-		return
-	}
-	set := make([]bool, len(c.nodes))
-	for _, i := range which {
-		set[i] = true
-	}
-	r := sendRound(context.WithoutCancel(ctx), c, ls.cleanupRequest(value), &transport.Spec[int64]{
-		PerNode: ls.timeout, Which: set, Parse: int64Reply, Accept: anyAnswer[int64]})
-	if c.opts.Logger == nil {
-		return
-	}
-	for i, err := range nodeErrorsOf(c, r, ls.timeout, noRefusal[int64]) {
-		if set[i] && err != nil {
-			c.warn("redlock: cleanup of a failed attempt failed on a node; its key expires with its TTL",
-				"lock", ls.name, "node", i, "err", err)
-		}
-	}
-}

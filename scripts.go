@@ -3,6 +3,7 @@ package redlock
 import (
 	"embed"
 	"strings"
+	"time"
 
 	"github.com/redlock-go/redlock/internal/transport"
 )
@@ -84,6 +85,27 @@ func keysOf(prefix, name string) keys {
 // keys returns the keys of name on c's nodes.
 func (c *Client) keys(name string) keys { return keysOf(c.opts.KeyPrefix, name) }
 
+// How an Acquire call uses the waiting order (ARGV[4] of acquire.lua).
+const (
+	queueWait  = "wait"  // waits its turn in the queue (default)
+	queueTry   = "try"   // a try-lock: takes the free key only if nobody queues, never queues
+	queueBarge = "barge" // ignores the queue (AcquireOptions.Barging)
+)
+
+// queueTTL is how long a waiter's entry lives after its last refresh
+// (ARGV[7] of acquire.lua).
+const queueTTL = time.Second
+
+// queueTTLArg is queueTTL as the acquire script takes it.
+var queueTTLArg = millis(queueTTL)
+
+// place is a call's place in the waiting order as the scripts take it.
+type place struct {
+	mode     string // queueWait, queueTry or queueBarge
+	member   string // queueWait: the call's entry, "<token>:<client>", and ":<ttl>:<fence>" when grantable
+	priority string // queueWait: the call's rank in the queue, alike on every node
+}
+
 var (
 	acquireScript     = script("acquire.lua")
 	extendScript      = script("extend.lua")
@@ -102,7 +124,7 @@ var (
 // A call that does not queue barges, and sends neither the queue keys nor
 // the queue arguments, unless the re-entrant form needs them at their
 // places.
-func (ls *lease) acquireRequest(w *waiter, value string) *transport.Request {
+func (ls *lease) acquireRequest(w place, value string) *transport.Request {
 	k := ls.keys
 	keys := []string{k.lock, k.fence, k.queue, k.queueTimes}
 	reentrant := ls.hold != ""
@@ -159,9 +181,9 @@ func (ls *lease) cleanupRequest(value string) *transport.Request {
 	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, "", attempt)
 }
 
-// leaveRequest takes the waiter's entry out of the queue; with gaveUp "1"
-// a release's grant to it goes too.
-func (ls *lease) leaveRequest(w *waiter, gaveUp string) *transport.Request {
+// leaveRequest takes the entry of the call at w out of the queue; with
+// gaveUp "1" a release's grant to it goes too.
+func (ls *lease) leaveRequest(w place, gaveUp string) *transport.Request {
 	k := ls.keys
 	return transport.NewRequest(queueLeaveScript, []string{k.lock, k.queue, k.queueTimes}, w.member, k.channel, gaveUp)
 }

@@ -149,15 +149,6 @@ func (w *waker) notify(node int, channel, payload string) {
 	}
 }
 
-// poke sends on ch, buffered 1, unless a send is pending already: a wake-up
-// or kick that is not yet taken stands for this one too.
-func poke(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // setLive counts one node's subscription to channel in (+1) or out (-1).
 // When notices on channel start to reach us from a quorum, every waiter on
 // it is woken: a release announced before then went unheard, and the
