@@ -1,4 +1,4 @@
--- handOn, dropDead and isQueue: a Lua fragment that release.lua,
+-- handOn, dropDead, dropEntries and isQueue: a Lua fragment that release.lua,
 -- cleanup.lua and hold_release.lua start with (see scripts.go), not a
 -- script of its own.
 -- handOn(key, q, qt, fenceKey, channel, head) hands a free lock key on to
@@ -28,6 +28,19 @@ local function dropDead(q, qt)
       redis.call('ZREM', qt, unpack(dead))
     end
   until #dead < 100
+end
+-- dropEntries takes every entry that starts with prefix ("<token>:", the
+-- entries of one owner's calls) out of the queue q and its expiries qt.
+local function dropEntries(q, qt, prefix)
+  local cursor = '0'
+  repeat
+    local r = redis.call('ZSCAN', q, cursor, 'MATCH', prefix .. '*', 'COUNT', 100)
+    cursor = r[1]
+    for i = 1, #r[2], 2 do
+      redis.call('ZREM', q, r[2][i])
+      redis.call('ZREM', qt, r[2][i])
+    end
+  until cursor == '0'
 end
 -- isQueue reports whether q and qt both hold a sorted set: a waiting order
 -- to hand the key on to. Keys of another type are not one.

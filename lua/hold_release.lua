@@ -20,15 +20,7 @@ local function leave(free)
   local head, channel = '', ARGV[3]
   if isQueue(q, qt) then -- (handon.lua, which this script starts with)
     dropDead(q, qt)
-    local cursor = '0'
-    repeat
-      local r = redis.call('ZSCAN', q, cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 100)
-      cursor = r[1]
-      for i = 1, #r[2], 2 do
-        redis.call('ZREM', q, r[2][i])
-        redis.call('ZREM', qt, r[2][i])
-      end
-    until cursor == '0'
+    dropEntries(q, qt, ARGV[1] .. ':')
     head = redis.call('ZRANGE', q, 0, 0)[1] or ''
     local client = string.match(head, '^[^:]*:([^:]+)')
     if client then

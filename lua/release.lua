@@ -33,15 +33,7 @@ if queue then
     redis.call('ZREM', qt, hs[1])
     nextHead = hs[2] or false
   else
-    local cursor = '0'
-    repeat
-      local r = redis.call('ZSCAN', q, cursor, 'MATCH', mine .. '*', 'COUNT', 100)
-      cursor = r[1]
-      for i = 1, #r[2], 2 do
-        redis.call('ZREM', q, r[2][i])
-        redis.call('ZREM', qt, r[2][i])
-      end
-    until cursor == '0'
+    dropEntries(q, qt, mine)
   end
 end
 -- GET answers for a string (a plain lock) or no key; any other type is not
