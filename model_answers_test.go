@@ -275,7 +275,7 @@ func (st *step) late(c, n, att, r uint8) {
 	case cl.phase == phHeld && cl.holdAtt == att && !w.v.lateCleanupAfterLoss:
 		// The lock was lost at its deadline: the winning attempt's value
 		// is the lease's, which another share may count; it is left to
-		// its TTL (late.go).
+		// its TTL (call.go).
 		st.logf(" (late: the lease's own value after the deadline: left to its TTL)")
 	default:
 		st.logf(" (late: attempt %d failed or the lock ended: cleanup sent)", att)

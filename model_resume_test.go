@@ -333,7 +333,7 @@ func TestModelResumeGaps(t *testing.T) {
 		// The winning attempt's late answer comes after the lock's
 		// deadline: the library cleaned it up, deleting the key there,
 		// which the resumed share extended and counts. 3 nodes: 16 steps.
-		// The library now leaves it to its TTL (late.go); the variant is
+		// The library now leaves it to its TTL (call.go); the variant is
 		// the control.
 		v := newProtocol
 		v.lateCleanupAfterLoss = true
