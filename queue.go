@@ -9,30 +9,16 @@ import (
 	"github.com/redlock-go/redlock/internal/transport"
 )
 
-// The waiting order (docs/design.md, "Waiting in order"). Every node keeps,
-// next to each contended lock key K, a queue of the Acquire calls waiting
-// for it: K:q, a sorted set of their entries ("<token>:<client>", the call's
-// token and its Client's id, see waker.id) scored by a priority each call
-// fixes once and sends to every node alike (the time it began to contend on
-// the nodes, in unix µs, after its turn among the calls of its Client; ties
-// go by token), so every node ranks the waiters the same way whatever its
-// clock; and K:qt, the same entries scored by when the entry expires on that
-// node's clock. A free key goes only to the head of the queue (or to anyone
-// when nobody queues), so the next waiter wins every node on its first try
-// instead of splitting the vote; the release announces the head, and only
-// that waiter is woken. The order decides who tries first, never more: a
-// grant still needs a quorum and a positive validity like any other.
-//
-// A waiter refreshes its entry with every attempt and waits at most
-// queueRefresh between attempts; an entry not refreshed for queueTTL is
-// dropped by the next script that looks at the queue. A waiter that died in
-// the queue stalls the others by at most queueTTL plus one poll. A caller
-// that gives up (its ctx ended, its retry policy ran out) leaves at once
-// (leaveQueue), and a late answer that queued it after that is undone
-// (lateQueued); the queue keys also expire queueTTL after the last entry was
-// refreshed, so nothing is left behind. The holder's entry stays until its
-// release removes it, so an attempt that won only some nodes keeps its place
-// on all of them.
+// The waiting order (docs/design.md, "Waiting in order", has the whole
+// argument). Each node keeps, beside a contended lock key, a sorted set of
+// the waiting calls' entries ("<token>:<client>") scored by a priority every
+// node compares alike, and their expiries by the node's clock. A free key
+// goes only to the head, whom the release alone wakes; the order decides
+// who tries first, never more. A waiter refreshes its entry with every
+// attempt, at most queueRefresh apart; an entry not refreshed for queueTTL
+// is dropped, so a dead waiter stalls the others for at most that long. A
+// call that gives up leaves at once (leaveQueue, lateQueued); the holder's
+// entry stays until its release.
 const queueRefresh = queueTTL / 4
 
 // waiter is one Acquire call's place in the waiting order: fixed when the
