@@ -30,8 +30,8 @@
 //
 // Faults of one client's network path, seen by that client only: each
 // [Net] from [Cluster.NewNet] is a simulated client with its own TCP
-// proxy to every node (an embedded github.com/Shopify/toxiproxy/v2 proxy)
-// and its own go-redis clients through them. [Net.Down] refuses and cuts
+// proxy to every node (in a toxiproxy-server process of its own, see
+// Network faults below) and its own go-redis clients through them. [Net.Down] refuses and cuts
 // connections, [Net.Blackhole] swallows every byte (a partition: no error,
 // no answer), [Net.Latency] delays replies, [Net.DelayRequests] delays
 // requests (so a command can run after the client gave up on it),
@@ -50,6 +50,26 @@
 //	a.Blackhole(0); a.Blackhole(1); a.Blackhole(2) // a loses its majority
 //	c.ClockJump(3, "lock-key")                     // and a node forgets early
 //	// lock with b.Clients() and check that a was told before b got it.
+//
+// # Network faults
+//
+// The proxies of a Net run in a toxiproxy-server process
+// (github.com/Shopify/toxiproxy/v2, the version in redlock's go.mod),
+// started by NewNet on free ports of 127.0.0.1 and driven through its HTTP
+// API with package github.com/Shopify/toxiproxy/v2/client, which needs
+// only the standard library: a module that imports redlock does not
+// download the server's dependencies. Net.Close (so Cluster.Close too)
+// kills the process; on Linux the kernel also kills it if the test process
+// dies first.
+//
+// The first NewNet of a test process looks for the binary: a
+// toxiproxy-server of that version on PATH, else the one cached under
+// os.UserCacheDir()/redlocktest/, else it builds it there with
+// `go install github.com/Shopify/toxiproxy/v2/cmd/server@VERSION`, once
+// per machine (concurrent test processes wait for the first), saying so on
+// stderr. That needs the go command on PATH and, the first time, the module
+// proxy (GOPROXY) for the server's dependencies. Where neither is at hand,
+// put a toxiproxy-server of that version on PATH.
 //
 // # Recording and checking a history
 //

@@ -1,16 +1,14 @@
 package redlocktest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-	"github.com/rs/zerolog"
 )
 
 // netDialTimeout is the DialTimeout of the clients returned by
@@ -18,9 +16,10 @@ import (
 const netDialTimeout = time.Second
 
 // Net is one simulated client's own network path to every node of a
-// Cluster: a TCP proxy per node, listening on a free port of 127.0.0.1 in
-// this process (an embedded github.com/Shopify/toxiproxy/v2 proxy, no
-// toxiproxy server or HTTP API). Faults injected on a Net (Down, Blackhole,
+// Cluster: a TCP proxy per node, listening on a free port of 127.0.0.1. The
+// proxies of a Net run in a toxiproxy-server process of its own
+// (github.com/Shopify/toxiproxy/v2), driven through its HTTP API on another
+// free port of 127.0.0.1 and stopped by Close. Faults injected on a Net (Down, Blackhole,
 // Latency, DelayRequests, HoldRequests) affect only the connections of that Net, so two Nets on the
 // same Cluster simulate two clients on either side of a partition, while
 // the faults of the Cluster (Kill, Pause, ...) affect every client.
@@ -32,8 +31,8 @@ const netDialTimeout = time.Second
 type Net struct {
 	c       *Cluster
 	name    string
-	server  *toxiproxy.ApiServer // logger and metrics of the proxies
-	addrs   []string             // proxy addresses; fixed
+	server  *toxiServer // the process running the proxies
+	addrs   []string    // proxy addresses; fixed
 	clients []*redis.Client
 	holds   *holds   // HoldRequests, in the clients' hooks
 	log     faultLog // the Cluster's recorder, as this client
@@ -46,24 +45,26 @@ type Net struct {
 // link is the proxy of one node and the faults injected on it.
 type link struct {
 	name     string
-	addr     string // the proxy's address; fixed
-	upstream string // the node's address
-	proxy    *toxiproxy.Proxy
-	down     bool          // proxy stopped
-	hole     bool          // timeout toxics installed (possibly only one)
-	latency  time.Duration // 0: no latency toxic on the replies (Latency)
-	delay    time.Duration // 0: no latency toxic on the requests (DelayRequests)
+	addr     string            // the proxy's address; fixed
+	upstream string            // the node's address
+	proxy    *toxiclient.Proxy // in n.server, named "node<i>"
+	down     bool              // proxy disabled: not listening
+	hole     bool              // timeout toxics installed (possibly only one)
+	latency  time.Duration     // 0: no latency toxic on the replies (Latency)
+	delay    time.Duration     // 0: no latency toxic on the requests (DelayRequests)
 }
 
-// NewNet starts one proxy per node on free ports of 127.0.0.1, each
-// forwarding to the node's address, and one go-redis client per node
-// through them. name identifies the simulated client (Name, proxy names)
-// and must not be empty; it need not be unique. The proxies keep
-// forwarding to the same address across Stop, Kill, Restart and
-// RestartEmpty of the node.
+// NewNet starts a toxiproxy-server process and in it one proxy per node on
+// free ports of 127.0.0.1, each forwarding to the node's address, and one
+// go-redis client per node through them. name identifies the simulated
+// client (Name, the fault log) and must not be empty; it need not be
+// unique. The proxies keep forwarding to the same address across Stop,
+// Kill, Restart and RestartEmpty of the node.
 //
+// The first NewNet of a process finds or builds the toxiproxy-server binary
+// (see Network faults in the package doc); it fails, saying what to do, if
+// there is none and it cannot be built. NewNet also fails after Close.
 // The Net is closed by Net.Close or, at the latest, by Cluster.Close.
-// NewNet fails after Close.
 func (c *Cluster) NewNet(name string) (*Net, error) {
 	if name == "" {
 		return nil, errors.New("redlocktest: NewNet: empty name; name the simulated client, e.g. \"client-1\"")
@@ -71,19 +72,25 @@ func (c *Cluster) NewNet(name string) (*Net, error) {
 	if c.closed.Load() {
 		return nil, errClosed
 	}
+	server, err := startToxiServer()
+	if err != nil {
+		return nil, fmt.Errorf("redlocktest: NewNet(%q): %w", name, err)
+	}
 	n := &Net{
 		c:      c,
 		name:   name,
-		server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		server: server,
 		holds:  newHolds(len(c.nodes)),
 		log:    faultLog{rec: c.log.rec, client: name},
 	}
 	for i, nd := range c.nodes {
-		l := &link{name: fmt.Sprintf("%s-%d", name, i), upstream: nd.addr}
-		l.proxy = toxiproxy.NewProxy(n.server, l.name, "127.0.0.1:0", l.upstream)
-		if err := l.proxy.Start(); err != nil {
-			n.stopProxies()
-			return nil, fmt.Errorf("redlocktest: NewNet(%q): starting the proxy for node %d: %w", name, i, err)
+		// Proxy names are the server's alone (one server per Net), so the
+		// Net's name, which may hold any character, stays out of the URLs.
+		l := &link{name: fmt.Sprintf("node%d", i), upstream: nd.addr}
+		l.proxy, err = server.api.CreateProxy(l.name, "127.0.0.1:0", l.upstream)
+		if err != nil {
+			server.stop()
+			return nil, fmt.Errorf("redlocktest: NewNet(%q): starting the proxy for node %d: %w", name, i, server.explain(err))
 		}
 		l.addr = l.proxy.Listen // with the port chosen by the kernel
 		n.links = append(n.links, l)
@@ -142,9 +149,10 @@ func (n *Net) Clients() []redis.UniversalClient {
 	return clients
 }
 
-// Close closes the clients and the proxies with all their connections.
-// Calling Close more than once is safe; later calls return nil. After
-// Close the fault methods fail; Name and Addr still work.
+// Close closes the clients and the proxies with all their connections, and
+// stops the toxiproxy-server process, waiting for it to exit. Calling Close
+// more than once is safe; later calls return nil. After Close the fault
+// methods fail; Name and Addr still work.
 func (n *Net) Close() error {
 	n.c.netsMu.Lock()
 	delete(n.c.nets, n)
@@ -171,30 +179,46 @@ func (n *Net) closeLocked() error {
 	return errors.Join(errs...)
 }
 
-// stopProxies stops every running proxy, closing its connections.
-// toxiproxy's per-connection goroutines end as soon as they see the
-// connections closed.
+// stopProxies delivers what the latency toxics of the running proxies
+// hold, then stops the server process, which closes every proxy and
+// connection.
 func (n *Net) stopProxies() {
 	for _, l := range n.links {
-		l.stop()
+		if !l.down {
+			_ = l.flush()
+		}
 	}
+	n.server.stop()
 }
 
 // stop stops the proxy of l, closing its connections, if it is running.
-func (l *link) stop() {
+func (l *link) stop() error {
 	if l.down {
-		return
+		return nil
 	}
-	// A latency toxic holding bytes when its connection closes may wait
-	// forever to deliver them; removing it first flushes them.
+	if err := l.flush(); err != nil {
+		return err
+	}
+	if err := l.proxy.Disable(); err != nil {
+		return err
+	}
+	l.down = true
+	return nil
+}
+
+// flush removes the latency toxics of l: a latency toxic delivers the bytes
+// it holds when removed, whereas one holding bytes when its connection
+// closes may never deliver them.
+func (l *link) flush() error {
 	for _, ls := range []latencyStream{downstreamLatency, upstreamLatency} {
 		if cur := l.latencyOf(ls); *cur > 0 {
-			_ = l.proxy.Toxics.RemoveToxic(context.Background(), ls.toxic)
+			if err := l.proxy.RemoveToxic(ls.toxic); err != nil {
+				return err
+			}
 			*cur = 0
 		}
 	}
-	l.proxy.Stop()
-	l.down = true
+	return nil
 }
 
 func (n *Net) errClosed() error {

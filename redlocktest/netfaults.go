@@ -1,12 +1,11 @@
 package redlocktest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
@@ -21,7 +20,9 @@ func (n *Net) Down(i int) error {
 		return n.errClosed()
 	}
 	if l := n.links[i]; !l.down {
-		l.stop()
+		if err := l.stop(); err != nil {
+			return fmt.Errorf("redlocktest: Down(%d): %w", i, n.server.explain(err))
+		}
 		n.log.began(i, history.FaultDown, "")
 	}
 	return nil
@@ -49,14 +50,9 @@ func (n *Net) Blackhole(i int) error {
 	n.log.began(i, history.FaultBlackhole, "")
 	// Downstream first: no reply gets through once the upstream drops.
 	for _, stream := range []string{"downstream", "upstream"} {
-		if err := addToxic(l.proxy, toxic{
-			Name:       "blackhole_" + stream,
-			Type:       "timeout",
-			Stream:     stream,
-			Toxicity:   1,
-			Attributes: map[string]int64{"timeout": 0},
-		}); err != nil {
-			return fmt.Errorf("redlocktest: Blackhole(%d): %w", i, err)
+		if _, err := l.proxy.AddToxic("blackhole_"+stream, "timeout", stream, 1,
+			toxiclient.Attributes{"timeout": 0}); err != nil {
+			return fmt.Errorf("redlocktest: Blackhole(%d): %w", i, n.server.explain(err))
 		}
 	}
 	return nil
@@ -109,7 +105,7 @@ func (n *Net) Heal(i int) error {
 		return n.errClosed()
 	}
 	if err := n.heal(i); err != nil {
-		return fmt.Errorf("redlocktest: Heal(%d): %w", i, err)
+		return fmt.Errorf("redlocktest: Heal(%d): %w", i, n.server.explain(err))
 	}
 	return nil
 }
@@ -124,7 +120,7 @@ func (n *Net) HealAll() error {
 	var errs []error
 	for i := range n.links {
 		if err := n.heal(i); err != nil {
-			errs = append(errs, fmt.Errorf("redlocktest: HealAll: node %d: %w", i, err))
+			errs = append(errs, fmt.Errorf("redlocktest: HealAll: node %d: %w", i, n.server.explain(err)))
 		}
 	}
 	return errors.Join(errs...)
@@ -164,18 +160,32 @@ func (n *Net) healLink(l *link) error {
 	case l.down || l.hole:
 		// Removing a timeout toxic from live connections can strand
 		// toxiproxy's goroutines, and the connections have lost bytes
-		// anyway: stop the proxy, which closes them, and start a fresh
-		// one, without toxics, on the same address.
-		l.stop()
-		l.hole, l.latency, l.delay = false, 0, 0
-		l.proxy = toxiproxy.NewProxy(n.server, l.name, l.addr, l.upstream)
-		if err := l.proxy.Start(); err != nil {
+		// anyway: delete the proxy, which closes them, and create a fresh
+		// one, without toxics, on the same address: disabled first, so
+		// that l keeps a proxy (down) if the address cannot be had again.
+		if !l.down {
+			if err := l.flush(); err != nil {
+				return err
+			}
+		}
+		if err := l.proxy.Delete(); err != nil {
+			return err
+		}
+		l.down, l.hole, l.latency, l.delay = true, false, 0, 0
+		p := n.server.api.NewProxy()
+		p.Name, p.Listen, p.Upstream = l.name, l.addr, l.upstream
+		if err := p.Save(); err != nil {
+			return err
+		}
+		l.proxy = p
+		if err := l.proxy.Enable(); err != nil {
 			return fmt.Errorf("cannot listen on %s again (has another process taken the port? create a new Net): %w", l.addr, err)
 		}
 		l.down = false
 	case l.latency > 0 || l.delay > 0:
-		l.proxy.Toxics.ResetToxics(context.Background())
-		l.latency, l.delay = 0, 0
+		if err := l.flush(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,17 +1,15 @@
 package redlocktest
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/redlock-go/redlock/redlocktest/history"
 )
 
-// The toxiproxy toxics behind the faults of a Net.
+// The toxiproxy toxics behind the faults of a Net, set through the API of
+// its toxiproxy-server.
 
 // latencyStream is one direction a latency toxic can delay.
 type latencyStream struct {
@@ -58,21 +56,14 @@ func (n *Net) setLatency(i int, d time.Duration, ls latencyStream) error {
 	switch {
 	case *cur == 0 && ms == 0:
 	case *cur == 0:
-		err = addToxic(l.proxy, toxic{
-			Name:       ls.toxic,
-			Type:       "latency",
-			Stream:     ls.stream,
-			Toxicity:   1,
-			Attributes: map[string]int64{"latency": ms},
-		})
+		_, err = l.proxy.AddToxic(ls.toxic, "latency", ls.stream, 1, toxiclient.Attributes{"latency": ms})
 	case ms == 0:
-		err = l.proxy.Toxics.RemoveToxic(context.Background(), ls.toxic)
+		err = l.proxy.RemoveToxic(ls.toxic)
 	default:
-		b, _ := json.Marshal(toxic{Toxicity: 1, Attributes: map[string]int64{"latency": ms}})
-		_, err = l.proxy.Toxics.UpdateToxicJson(ls.toxic, bytes.NewReader(b))
+		_, err = l.proxy.UpdateToxic(ls.toxic, 1, toxiclient.Attributes{"latency": ms})
 	}
 	if err != nil {
-		return err
+		return n.server.explain(err)
 	}
 	old := *cur
 	*cur = time.Duration(ms) * time.Millisecond
@@ -85,22 +76,4 @@ func (n *Net) setLatency(i int, d time.Duration, ls latencyStream) error {
 		}
 	}
 	return nil
-}
-
-// toxic is the JSON form of a toxiproxy toxic.
-type toxic struct {
-	Name       string           `json:"name,omitempty"`
-	Type       string           `json:"type,omitempty"`
-	Stream     string           `json:"stream,omitempty"`
-	Toxicity   float32          `json:"toxicity"`
-	Attributes map[string]int64 `json:"attributes"`
-}
-
-func addToxic(p *toxiproxy.Proxy, t toxic) error {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	_, err = p.Toxics.AddToxicJson(bytes.NewReader(b))
-	return err
 }
