@@ -105,7 +105,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	_, retries := o.Retry(1)
 	a := &acquisition{c: c, retry: o.Retry, try: !retries}
 	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant || o.Metadata != "", meta: o.Metadata})
-	a.cl = newCall(ls)
+	parts := new(callParts)
+	a.cl, a.w = &parts.cl, &parts.w
+	a.cl.ls, a.cl.leaveTurn = ls, func() {}
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock: it makes its one attempt at once. A call that may
@@ -131,7 +133,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	case a.try:
 		mode = queueTry
 	}
-	a.w = newWaiter(ls, mode, c.clock.Now(), c.waker.id)
+	a.w.init(ls, mode, c.clock.Now(), c.waker.id)
 	l, attempts, err := a.run(ctx)
 	a.w.gaveUp.Store(err != nil) // before done: see lateQueued
 	a.w.done.Store(true)
@@ -163,6 +165,14 @@ type acquisition struct {
 	retry RetryPolicy
 	try   bool      // a try-lock: the policy allows no retry
 	first time.Time // when the call's first attempt began: no release can grant the call the key before
+}
+
+// callParts are the call and the waiter of one Acquire call, made in one
+// allocation (the call outlives the wait, in its lock; the waiter stays
+// allocated with it, unused).
+type callParts struct {
+	cl call
+	w  waiter
 }
 
 // run makes the attempts of the call and reports how many it made.

@@ -40,7 +40,14 @@ type waiter struct {
 // newWaiter fixes how the call of ls uses the queue, in mode, and its
 // priority: its start of contention, as every node will compare it.
 func newWaiter(ls *lease, mode string, start time.Time, client string) *waiter {
-	w := &waiter{place: place{mode: mode}}
+	w := new(waiter)
+	w.init(ls, mode, start, client)
+	return w
+}
+
+// init is newWaiter for a waiter made elsewhere (see callParts).
+func (w *waiter) init(ls *lease, mode string, start time.Time, client string) {
+	w.mode = mode
 	if mode == queueWait { // only a waiting call has an entry of its own
 		w.member = ls.token + ":" + client
 		if ls.hold == "" {
@@ -51,7 +58,6 @@ func newWaiter(ls *lease, mode string, start time.Time, client string) *waiter {
 		}
 		w.priority = strconv.FormatInt(start.UnixMicro(), 10)
 	}
-	return w
 }
 
 // queued notes, after a failed attempt, whether a quorum of the nodes put

@@ -92,8 +92,9 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 			*o = op{to: f, node: i, req: req, ctx: f.ctx, timeout: spec.PerNode, cmd: req.cmd(f.ctx)}
 			nd.Sender.submit(o)
 		default:
+			parse := spec.Parse // (not spec: the goroutine would take it to the heap)
 			g.Go(func() {
-				v, err := spec.Parse(req.script.Run(f.ctx, nd.Client, req.keys, plainArgv(req.argv)...))
+				v, err := parse(req.script.Run(f.ctx, nd.Client, req.keys, plainArgv(req.argv)...))
 				f.deliver(Reply[T]{Node: i, Val: v, Err: err}, false)
 			})
 		}
