@@ -46,7 +46,9 @@ type contender struct {
 
 func contenders() []contender {
 	return []contender{
-		{name: "floor", open: openFloor, nodes: 5, floor: true},
+		{name: "floor", open: openFloor(floorTrivial), nodes: 5, floor: true},
+		{name: "floor (plain SET)", open: openFloor(floorPlainSet), nodes: 5, floor: true},
+		{name: "floor (fenced)", open: openFloor(floorFenced), nodes: 5, floor: true},
 		{name: "redlock (fenced)", open: openRedlock(false), nodes: 5},
 		{name: "redlock (unfenced)", open: openRedlock(true), nodes: 5},
 		{name: "redsync", open: openRedsync(false), nodes: 5},
