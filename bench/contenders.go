@@ -42,14 +42,18 @@ type contender struct {
 	nodes int
 	// floor: only the round-trip scenarios apply.
 	floor bool
+	// many: S7 (many names) applies.
+	many bool
 }
 
 func contenders() []contender {
 	return []contender{
-		{name: "floor", open: openFloor, nodes: 5, floor: true},
-		{name: "redlock (fenced)", open: openRedlock(false), nodes: 5},
-		{name: "redlock (unfenced)", open: openRedlock(true), nodes: 5},
-		{name: "redsync", open: openRedsync(false), nodes: 5},
+		{name: "floor", open: openFloor(floorTrivial), nodes: 5, floor: true},
+		{name: "floor (plain SET)", open: openFloor(floorPlainSet), nodes: 5, floor: true},
+		{name: "floor (fenced)", open: openFloor(floorFenced), nodes: 5, floor: true},
+		{name: "redlock (fenced)", open: openRedlock(false), nodes: 5, many: true},
+		{name: "redlock (unfenced)", open: openRedlock(true), nodes: 5, many: true},
+		{name: "redsync", open: openRedsync(false), nodes: 5, many: true},
 		{name: "redsync (FailFast)", open: openRedsync(true), nodes: 5},
 		{name: "redislock (1 node)", open: openRedislock, nodes: 1},
 	}
@@ -80,3 +84,40 @@ func closeClients(cs []*redis.Client) {
 		_ = c.Close()
 	}
 }
+
+// harness is the no-op contender: the scenarios' own loops with no lock in
+// them, whose client CPU per operation is the bench's own share, subtracted
+// from every contender's.
+var harness = contender{name: "harness (no-op)", open: openNoop, nodes: 5, many: true}
+
+// noopLocker is a locker over nothing: with a semaphore of one it
+// excludes like a lock; without one (the harness) it grants everyone at
+// once.
+type noopLocker struct {
+	sem chan struct{} // nil: no exclusion
+}
+
+func openNoop([]string) (locker, error) { return &noopLocker{}, nil }
+
+func (f *noopLocker) tryLock(ctx context.Context, key string) (held, error) { return f.lock(ctx, key) }
+
+func (f *noopLocker) lock(ctx context.Context, _ string) (held, error) {
+	if f.sem == nil {
+		return f, ctx.Err()
+	}
+	select {
+	case f.sem <- struct{}{}:
+		return f, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *noopLocker) release(context.Context) error {
+	if f.sem != nil {
+		<-f.sem
+	}
+	return nil
+}
+
+func (f *noopLocker) close() {}

@@ -24,7 +24,11 @@ type flags struct {
 	rounds                 int
 	out, only, who         string
 	cpuprofile             string
+	skip                   string
 	s1, s2, s3, s4, s5, s6 time.Duration
+	s7                     time.Duration
+	s7names                int
+	baseline               time.Duration
 }
 
 func main() {
@@ -33,6 +37,7 @@ func main() {
 	flag.IntVar(&f.rounds, "rounds", 3, "rounds; each runs every (scenario, contender) pair once, in rotated order; the report gives medians over rounds")
 	flag.StringVar(&f.out, "out", "", "write the report to this file too (markdown)")
 	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (e.g. S1,S3); default all")
+	flag.StringVar(&f.skip, "skip", "", "comma-separated scenarios to leave out (e.g. S7)")
 	flag.StringVar(&f.who, "contenders", "", "comma-separated substrings of the contenders to run (e.g. fenced,redsync); default all")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file (for go tool pprof)")
 	flag.DurationVar(&f.s1, "s1", 2*time.Second, "duration of one S1 measurement")
@@ -41,6 +46,9 @@ func main() {
 	flag.DurationVar(&f.s4, "s4", 3*time.Second, "duration of one S4 measurement")
 	flag.DurationVar(&f.s5, "s5", 3*time.Second, "duration of one S5 measurement")
 	flag.DurationVar(&f.s6, "s6", 4*time.Second, "duration of one S6 measurement")
+	flag.DurationVar(&f.s7, "s7", 10*time.Minute, "the most one S7 measurement may take; it ends earlier when every name is done")
+	flag.IntVar(&f.s7names, "s7-names", 1_000_000, "S7's number of distinct names (e.g. 20000 for a quick run)")
+	flag.DurationVar(&f.baseline, "baseline", 200*time.Millisecond, "duration of the no-op harness's measurement per scenario, whose client CPU per operation is subtracted")
 	flag.Parse()
 	if *proxy {
 		if err := proxyChild(); err != nil {
@@ -63,6 +71,10 @@ func run(ctx context.Context, f *flags) int {
 		fmt.Fprintln(os.Stderr, "redlock bench: -rounds must be at least 1")
 		return 2
 	}
+	if f.s7names < 1 {
+		fmt.Fprintln(os.Stderr, "redlock bench: -s7-names must be at least 1 (leave S7 out with -skip S7)")
+		return 2
+	}
 	machine := describeMachine()
 	cl, err := startCluster(ctx, 5)
 	if err != nil {
@@ -75,7 +87,7 @@ func run(ctx context.Context, f *flags) int {
 	all := scenarios(cl, f, &violations)
 	var scs []scenario
 	for _, s := range all {
-		if f.only == "" || strings.Contains(","+strings.ToUpper(f.only)+",", ","+s.id+",") {
+		if listed(f.only, s.id, true) && !listed(f.skip, s.id, false) {
 			scs = append(scs, s)
 		}
 	}
@@ -102,10 +114,21 @@ func run(ctx context.Context, f *flags) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if cl.idle, err = cl.idleServerCPU(time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "redlock bench: measuring the nodes' idle CPU:", err)
+		return 1
+	}
 	res := results{}
+	if err := measureHarness(ctx, cl, f, scs, res); err != nil {
+		fmt.Fprintln(os.Stderr, "redlock bench: measuring the harness's own CPU:", err)
+		return 1
+	}
 	start := time.Now()
 	for r := range f.rounds {
 		for _, s := range scs {
+			if s.once && r > 0 {
+				continue
+			}
 			var these []contender
 			for _, c := range cs {
 				if s.applies(c) {
@@ -120,10 +143,9 @@ func run(ctx context.Context, f *flags) int {
 					fmt.Fprintf(os.Stderr, "redlock bench: round %d, %s, %s: %v\n", r+1, s.id, c.name, err)
 					return 1
 				}
-				if res[s.id] == nil {
-					res[s.id] = map[string][]metrics{}
-				}
-				res[s.id][c.name] = append(res[s.id][c.name], m)
+				m["cpu_client_raw"] = m["cpu_client"]
+				m["cpu_client"] -= res.med(s.id, harness.name, "cpu_client")
+				res.add(s.id, c.name, m)
 				fmt.Fprintf(os.Stderr, "round %d/%d  %s  %-20s %s\n", r+1, f.rounds, s.id, c.name, brief(s, m))
 				if v := violations.Load(); v > 0 {
 					fmt.Fprintf(os.Stderr, "redlock bench: MUTUAL EXCLUSION VIOLATED: %d overlapping critical sections in %s with %s\n", v, s.id, c.name)
@@ -134,7 +156,7 @@ func run(ctx context.Context, f *flags) int {
 	}
 	machine.elapsed = time.Since(start)
 	machine.loadEnd = loadavg()
-	report := render(machine, f, scs, cs, res)
+	report := render(machine, f, cl, scs, cs, res)
 	fmt.Print(report)
 	if f.out != "" {
 		if err := os.WriteFile(f.out, []byte(report), 0o644); err != nil {
@@ -143,6 +165,44 @@ func run(ctx context.Context, f *flags) int {
 		}
 	}
 	return 0
+}
+
+// measureHarness measures the no-op harness in every scenario of scs, for
+// its client CPU per operation. Its critical sections overlap (a no-op
+// excludes nobody), so it counts them apart from the contenders'.
+func measureHarness(ctx context.Context, cl *cluster, f *flags, scs []scenario, res results) error {
+	var overlaps atomic.Int64
+	mine := scenarios(cl, f, &overlaps)
+	for _, s := range scs {
+		for _, h := range mine {
+			if h.id != s.id {
+				continue
+			}
+			m, err := h.measure(ctx, harness, cl.addrsFor(h.fault), "bench:harness:"+h.id+":", f.baseline)
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.id, err)
+			}
+			res.add(h.id, harness.name, m)
+			fmt.Fprintf(os.Stderr, "harness   %s  client CPU/op %s over %.0f ops\n", h.id, format(kCPU, m["cpu_client"]), m["ops"])
+		}
+	}
+	return nil
+}
+
+func (res results) add(s, c string, m metrics) {
+	if res[s] == nil {
+		res[s] = map[string][]metrics{}
+	}
+	res[s][c] = append(res[s][c], m)
+}
+
+// listed reports whether the comma-separated list of scenarios has id; an
+// empty list has every id when empty is true, none otherwise.
+func listed(list, id string, empty bool) bool {
+	if list == "" {
+		return empty
+	}
+	return strings.Contains(","+strings.ToUpper(strings.ReplaceAll(list, " ", ""))+",", ","+id+",")
 }
 
 // picked reports whether the -contenders list who (comma-separated

@@ -27,19 +27,35 @@ import (
 // measured process's runtime.MemStats. Every library under test connects
 // through the proxies, in every scenario.
 type cluster struct {
-	dir     string      // temp dir holding one dir per node
-	servers []*exec.Cmd // redis-server processes
-	direct  []string    // the nodes' own addresses
-	proxied []string    // the proxies' addresses, what the contenders dial
-	child   *exec.Cmd   // the toxiproxy process
-	childIn io.Closer   // its stdin: it exits when this closes
+	dir     string          // temp dir holding one dir per node
+	servers []*exec.Cmd     // redis-server processes
+	direct  []string        // the nodes' own addresses
+	proxied []string        // the proxies' addresses, what the contenders dial
+	admin   []*redis.Client // the bench's own connections to the nodes (INFO, FLUSHALL)
+	idle    time.Duration   // the nodes' CPU per second doing nothing (idleServerCPU)
+	child   *exec.Cmd       // the toxiproxy process
+	childIn io.Closer       // its stdin: it exits when this closes
 	api     *toxiclient.Client
 	proxies []*toxiclient.Proxy
 }
 
 // startCluster starts n redis-server processes on free ports of
 // 127.0.0.1 and a proxy in front of each. On error it stops what it started.
-func startCluster(ctx context.Context, n int) (c *cluster, err error) {
+func startCluster(ctx context.Context, n int) (*cluster, error) {
+	c, err := startNodes(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startProxies(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startNodes starts n redis-server processes on free ports of 127.0.0.1,
+// without proxies. On error it stops what it started.
+func startNodes(ctx context.Context, n int) (c *cluster, err error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, errors.New("redlock bench: redis-server not found in PATH; install it (Debian: apt-get install redis-server) or run `make bench`, which does")
 	}
@@ -65,9 +81,7 @@ func startCluster(ctx context.Context, n int) (c *cluster, err error) {
 			return c, fmt.Errorf("redlock bench: node %d (%s) did not answer PING (log in %s): %w", i, addr, c.dir, err)
 		}
 	}
-	if err := c.startProxies(); err != nil {
-		return c, err
-	}
+	c.admin = defaultClients(c.direct)
 	return c, nil
 }
 
@@ -251,6 +265,7 @@ func (c *cluster) stop() {
 		_ = c.child.Process.Kill()
 		_ = c.child.Wait()
 	}
+	closeClients(c.admin)
 	for _, s := range c.servers {
 		_ = s.Process.Kill()
 		_ = s.Wait()

@@ -68,6 +68,11 @@ func format(k kind, v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	case kRatio:
 		return fmt.Sprintf("%.2f", v)
+	case kCPU:
+		if math.Abs(v) < 100e-6 {
+			return fmt.Sprintf("%.1f µs", v*1e6)
+		}
+		return fmt.Sprintf("%.0f µs", v*1e6)
 	default:
 		if v >= 10000 {
 			return fmt.Sprintf("%.1fk", v/1000)
@@ -98,9 +103,11 @@ const (
 	rsDefault    = "redsync"
 	rsFailFast   = "redsync (FailFast)"
 	floorName    = "floor"
+	floorSet     = "floor (plain SET)"
+	floorFence   = "floor (fenced)"
 )
 
-func render(m machine, f *flags, scs []scenario, cs []contender, res results) string {
+func render(m machine, f *flags, cl *cluster, scs []scenario, cs []contender, res results) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Benchmarks\n\n")
@@ -127,6 +134,11 @@ func render(m machine, f *flags, scs []scenario, cs []contender, res results) st
 	w("  - **floor**: one parallel round of a trivial `EVALSHA` (`%s`, one key, one argument) to all five nodes,\n", floorScript)
 	w("    decided at the third success, through %d persistent worker goroutines per node; \"unlock\" is a second\n", floorWorkers)
 	w("    such round. go-redis defaults. No lock at all: the physical floor of a one-round-trip Redlock.\n")
+	w("  - **floor (plain SET)**: the same rounds running `SET key token NX PX` to lock and a compare-and-delete\n")
+	w("    script to unlock (`%s`): redsync's commands on the nodes, without its client.\n", casDelScript)
+	w("  - **floor (fenced)**: the same rounds running a script that does only SET NX PX and INCR of the fence\n")
+	w("    counter (`%s`) on `{name}` and `{name}:fence`, as this library names them,\n", fencedSetScript)
+	w("    and the same compare-and-delete to unlock: the physical floor of a fenced one-round-trip lock.\n")
 	w("  - **redlock (fenced / unfenced)**: this library, `redlock.New(nodes, nil)` (NodeTimeout: the default,\n")
 	w("    %v), try-lock `AcquireOptions{Retry: NoRetry()}` in S1, S2, S4, S5, the default retry in S3 and S6.\n", nodeTimeout)
 	w("    go-redis defaults.\n")
@@ -146,7 +158,8 @@ func render(m machine, f *flags, scs []scenario, cs []contender, res results) st
 	w("  which its first waiting call opens.\n")
 	w("- One run, %d rounds; each round runs every (scenario, contender) pair once, the contender order rotated by\n", f.rounds)
 	w("  one each round. Every figure below is the median over the rounds. Durations of one measurement:\n")
-	w("  S1 %v, S2 %v, S3 %v, S4 %v, S5 %v, S6 %v.\n", f.s1, f.s2, f.s3, f.s4, f.s5, f.s6)
+	w("  S1 %v, S2 %v, S3 %v, S4 %v, S5 %v, S6 %v. S7 is measured once, in the first round (a million names\n", f.s1, f.s2, f.s3, f.s4, f.s5, f.s6)
+	w("  take minutes per contender); its figures are from that one measurement, not medians.\n")
 	w("- S2 counts the whole process's allocations (`runtime.MemStats` deltas over the measurement) divided by\n")
 	w("  the pairs; the bench's own share is a few percent at most (the keys are made beforehand). Each goroutine\n")
 	w("  cycles through 64 keys of its own. S1, S4 and S5 take a fresh key per pair; where a contender waits for a\n")
@@ -158,6 +171,32 @@ func render(m machine, f *flags, scs []scenario, cs []contender, res results) st
 	w("  processes would. \"p99.9 but 1st\" leaves out each worker's first acquisition: the cold start (all\n")
 	w("  workers at once on a free lock, a Client's first wait subscribing to the name's notices), which a\n")
 	w("  measurement of a few seconds counts among its few slowest waits; \"wait p99.9\" keeps it.\n")
+	w("- S7: %d goroutines share %d distinct names, each name taken once (try-lock + unlock), one locker, until\n", s7Workers, f.s7names)
+	w("  every name is done (or %v passes; \"names\" is how many were tried). Before it the locker does the same\n", f.s7)
+	w("  on %d names of its own, so that its go-redis pools hold their connections, and every node is flushed\n", s7Workers*4)
+	w("  (`FLUSHALL`: the nodes are the bench's own). \"memory B/name/node\" is each node's `used_memory` (INFO\n")
+	w("  memory) after the run minus before, averaged over the nodes, divided by the names: in bytes per name,\n")
+	w("  which is also megabytes per node per million names. The names are `bench:S7:<contender>:r0:<i>`, about\n")
+	w("  22 bytes; a counter's memory grows with its name. \"keys left/node\" is DBSIZE after the run, averaged\n")
+	w("  over the nodes: this library's fence counters stay forever, one per name ever fenced. The nodes are\n")
+	w("  flushed again after each S7 measurement, so later measurements start from empty nodes.\n")
+	w("- Costs, per operation (a lock/unlock pair; in S3 and S6 a critical section: the waiting lock and the\n")
+	w("  unlock), over a window that opens right before the measured loop and closes right after it:\n")
+	w("  - **client CPU**: the bench process's on-CPU time (user + system, every thread: the sum of the first\n")
+	w("    field of `/proc/self/task/*/schedstat`, in ns), less the harness's own: the same scenario's loop run\n")
+	w("    with a no-op lock for %v, whose CPU per operation is subtracted from every contender's\n", f.baseline)
+	w("    (subtracted per operation: %s).\n", harnessFigures(scs, res))
+	w("    It includes the garbage collector's work and go-redis's; the toxiproxy child process is not counted.\n")
+	w("  - **server CPU**: the same sum over the threads of the five redis-server processes, less their idle CPU\n")
+	w("    (%s per second over the five, measured for 1s with nothing running, times the window's length).\n", format(kCPU, cl.idle.Seconds()))
+	w("  - **script time**: what `INFO commandstats` reports for the script commands (EVAL, EVALSHA, FCALL and\n")
+	w("    their read-only forms), summed over the nodes. It is Redis's wall clock inside the scripts, the\n")
+	w("    commands they call included, so it grows when a node is preempted on a busy machine; server CPU\n")
+	w("    does not. A contender that runs no script on the nodes shows 0.\n")
+	w("  - **wire**: `total_net_input_bytes` + `total_net_output_bytes` (INFO stats), summed over the nodes, less\n")
+	w("    the bytes of the bench's own INFO readings (measured by a second reading right after the window):\n")
+	w("    what the contender sent and received, Redis protocol and TCP payload, without TCP/IP headers.\n")
+	w("  The INFO readings are taken outside the CPU readings: first at the start, last at the end.\n")
 	w("- Errors: a try-lock on a free key should never fail. An \"unlock error\" is a release that returned an\n")
 	w("  error; in S5 this library reports the blackholed nodes' failures (its release still succeeded on a quorum).\n\n")
 	w("## Results (medians over %d rounds)\n\n", f.rounds)
@@ -185,7 +224,17 @@ func render(m machine, f *flags, scs []scenario, cs []contender, res results) st
 		w("\n")
 	}
 	renderRatios(&b, res)
+	renderCostTarget(&b, res)
 	return b.String()
+}
+
+// harnessFigures lists the harness's client CPU per operation by scenario.
+func harnessFigures(scs []scenario, res results) string {
+	var parts []string
+	for _, s := range scs {
+		parts = append(parts, s.id+" "+format(kCPU, res.med(s.id, harness.name, "cpu_client")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ratio rows: this library against the floor and redsync.
@@ -206,6 +255,10 @@ func renderRatios(b *strings.Builder, res results) {
 		{"S3", "cs_per_s", "S3 CS/s", kRate}, {"S3", "wait_p999", "S3 wait p99.9", kDur},
 		{"S6", "cs_per_s", "S6 CS/s", kRate}, {"S6", "wait_p999", "S6 wait p99.9", kDur},
 		{"S6", "wait_p999_warm", "S6 wait p99.9 but 1st", kDur}, {"S6", "fairness", "S6 CS/worker min/max", kRatio},
+		{"S7", "pairs_per_s", "S7 pairs/s", kRate},
+	}
+	for _, s := range []string{"S1", "S2", "S3", "S6", "S7"} {
+		rows = append(rows, ratioRow{s, "cpu_client", s + " client CPU/op", kCPU}, ratioRow{s, "cpu_server", s + " server CPU/op", kCPU})
 	}
 	w("## This library against the floor and redsync\n\n")
 	w("Each ratio is this library's median divided by the other's, from the same run. For times and\n")
@@ -261,4 +314,45 @@ func signedDur(v float64) string {
 		return "−" + format(kDur, -v)
 	}
 	return "+" + format(kDur, v)
+}
+
+// renderCostTarget compares, in S1 and S2, this library's server CPU per
+// pair with issue 22's target: redsync's (SET NX, compare-and-delete) plus
+// the fence's INCR, the INCR's time being what commandstats reports for it
+// in this library's fenced run.
+func renderCostTarget(b *strings.Builder, res results) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	var rows []string
+	for _, s := range []string{"S1", "S2"} {
+		if res[s] == nil || res[s][ours] == nil || res[s][rsDefault] == nil {
+			continue
+		}
+		mine, rs, incr := res.med(s, ours, "cpu_server"), res.med(s, rsDefault, "cpu_server"), res.med(s, ours, "incr_server")
+		target := rs + incr
+		verdict := "met"
+		if !(mine <= target) {
+			verdict = fmt.Sprintf("not met: %s over", format(kCPU, mine-target))
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | **%s** (%s) | %s | %s | %s |\n", s,
+			format(kCPU, mine), format(kCPU, rs), format(kCPU, incr), format(kCPU, target), ratio(mine, target), verdict,
+			format(kCPU, res.med(s, oursUnfenced, "cpu_server")), format(kCPU, res.med(s, floorSet, "cpu_server")),
+			format(kCPU, res.med(s, floorFence, "cpu_server"))))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w("## Server CPU against the cost target\n\n")
+	w("Issue 22's target: fenced acquire+release of this library should cost no more server CPU than redsync's\n")
+	w("SET NX + compare-and-delete plus the fence's INCR. The target is redsync's server CPU per pair plus the\n")
+	w("INCR's time per pair (INFO commandstats' INCR time in this library's fenced run: one INCR per node per\n")
+	w("acquire, called from its script); the ratio is this library's server CPU per pair over the target. The\n")
+	w("floors, measured the same way, show the same commands without a client library's choices. S1 is one\n")
+	w("call at a time, the comparison of the commands themselves; in S2, 32 calls at once, how a client shares\n")
+	w("its connections also changes what the nodes spend reading and writing per pair.\n\n")
+	w("| scenario | redlock (fenced) | redsync | + INCR | target | ÷ target | redlock (unfenced) | floor (plain SET) | floor (fenced) |\n")
+	w("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		w("%s", r)
+	}
+	w("\n")
 }

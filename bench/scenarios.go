@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"sync"
@@ -23,6 +24,8 @@ type scenario struct {
 	// measure runs the scenario for one contender; addrs are the proxies.
 	measure func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error)
 	columns []column
+	// once: measured in the first round only (S7: minutes per contender).
+	once bool
 }
 
 // column is one figure of a scenario's table.
@@ -38,16 +41,26 @@ const (
 	kRate              // per second
 	kCount             // a plain number
 	kRatio             // 0..1
+	kCPU               // seconds, shown as µs with a decimal below 100 µs
 )
 
 func notFloor(c contender) bool { return !c.floor }
 func allNodes(c contender) bool { return c.nodes == 5 }
 func everyone(contender) bool   { return true }
 func latencyCols() []column {
-	return []column{
+	return append([]column{
 		{"lock_p50", "lock p50", kDur}, {"lock_p99", "lock p99", kDur},
 		{"unlock_p50", "unlock p50", kDur}, {"unlock_p99", "unlock p99", kDur},
 		{"n", "pairs", kCount}, {"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
+	}, costCols("pair")...)
+}
+
+// costCols are the cost columns of every scenario, per op (a pair, or a
+// critical section).
+func costCols(op string) []column {
+	return []column{
+		{"cpu_client", "client CPU/" + op, kCPU}, {"cpu_server", "server CPU/" + op, kCPU},
+		{"script_server", "script time/" + op, kCPU}, {"wire", "wire B/" + op, kCount},
 	}
 }
 
@@ -60,7 +73,8 @@ func contentionCols(perWorker bool) []column {
 		cols = append(cols, column{"cs_min", "CS/worker min", kCount}, column{"cs_max", "CS/worker max", kCount},
 			column{"fairness", "min/max", kRatio})
 	}
-	return append(cols, column{"lock_err", "lock errors", kCount}, column{"unlock_err", "unlock errors", kCount})
+	cols = append(cols, column{"lock_err", "lock errors", kCount}, column{"unlock_err", "unlock errors", kCount})
+	return append(cols, costCols("CS")...)
 }
 
 // warmup pairs run before each measurement (and before its fault), so
@@ -89,9 +103,11 @@ func doWarmup(ctx context.Context, l locker, prefix string, waits bool) error {
 }
 
 // withLocker opens c's locker(s), warms them up (with the waiting lock when
-// waits), injects the fault, runs f, heals, and closes.
+// waits), injects the fault, runs f, heals, and closes. run starts and stops
+// the cost window around its measured loop and returns the operations it
+// counted as "ops"; withLocker adds the costs per operation.
 func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []string, prefix string, n int, waits bool,
-	run func([]locker) (metrics, error)) (metrics, error) {
+	run func([]locker, *window) (metrics, error)) (metrics, error) {
 	ls := make([]locker, 0, n)
 	defer func() {
 		for _, l := range ls {
@@ -111,19 +127,26 @@ func withLocker(ctx context.Context, cl *cluster, f fault, c contender, addrs []
 	if err := cl.inject(f); err != nil {
 		return nil, fmt.Errorf("injecting the fault: %w", err)
 	}
-	m, err := run(ls)
+	w := cl.window(ctx, false)
+	m, err := run(ls, w)
 	// Heal before closing: it frees the clients stuck on a blackholed node.
 	if herr := cl.heal(f); herr != nil && err == nil {
 		err = fmt.Errorf("healing the fault: %w", herr)
 	}
+	if err != nil {
+		return m, err
+	}
+	cost, err := w.costs(m["ops"], cl.idle)
+	maps.Copy(m, cost)
 	return m, err
 }
 
 // sequential: one goroutine, a fresh key per pair; lock and unlock timed
 // apart (S1, S4, S5).
-func sequential(ctx context.Context, l locker, prefix string, d time.Duration) metrics {
+func sequential(ctx context.Context, l locker, prefix string, d time.Duration, w *window) metrics {
 	var lockLat, unlockLat []time.Duration
 	var lockErr, unlockErr int
+	w.start()
 	end := time.Now().Add(d)
 	for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 		key := prefix + strconv.Itoa(i)
@@ -140,10 +163,11 @@ func sequential(ctx context.Context, l locker, prefix string, d time.Duration) m
 		}
 		unlockLat = append(unlockLat, time.Since(t1))
 	}
+	w.stop()
 	return metrics{
 		"lock_p50": pct(lockLat, 50), "lock_p99": pct(lockLat, 99),
 		"unlock_p50": pct(unlockLat, 50), "unlock_p99": pct(unlockLat, 99),
-		"n": float64(len(lockLat)), "lock_err": float64(lockErr), "unlock_err": float64(unlockErr),
+		"n": float64(len(lockLat)), "ops": float64(len(lockLat)), "lock_err": float64(lockErr), "unlock_err": float64(unlockErr),
 	}
 }
 
@@ -152,7 +176,7 @@ const s2Workers = 32
 
 // parallel: s2Workers goroutines, each on its own keys, pairs per second
 // and the allocations of the whole process per pair (S2).
-func parallel(ctx context.Context, l locker, prefix string, d time.Duration) metrics {
+func parallel(ctx context.Context, l locker, prefix string, d time.Duration, w *window) metrics {
 	const keysPerWorker = 64
 	keys := make([][]string, s2Workers)
 	for w := range keys {
@@ -160,46 +184,63 @@ func parallel(ctx context.Context, l locker, prefix string, d time.Duration) met
 			keys[w] = append(keys[w], fmt.Sprintf("%sw%d:%d", prefix, w, k))
 		}
 	}
-	var pairs, lockErr, unlockErr atomic.Int64
+	var counts pairCounts
 	var wg sync.WaitGroup
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
+	w.start()
 	start := time.Now()
 	end := start.Add(d)
 	for w := range s2Workers {
 		wg.Add(1)
 		go func() { // owner: parallel; joined below
 			defer wg.Done()
-			var n, le, ue int64
-			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
-				h, err := l.tryLock(ctx, keys[w][i%keysPerWorker])
-				if err != nil {
-					le++
-					continue
-				}
-				if err := h.release(ctx); err != nil {
-					ue++
-				}
-				n++
-			}
-			pairs.Add(n)
-			lockErr.Add(le)
-			unlockErr.Add(ue)
+			counts.run(ctx, l, end, func(i int) (string, bool) { return keys[w][i%keysPerWorker], true })
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	w.stop()
 	runtime.ReadMemStats(&m1)
-	p := float64(max(pairs.Load(), 1))
+	p := float64(max(counts.pairs.Load(), 1))
 	return metrics{
-		"pairs_per_s":   float64(pairs.Load()) / elapsed.Seconds(),
+		"pairs_per_s":   float64(counts.pairs.Load()) / elapsed.Seconds(),
 		"allocs_per_op": float64(m1.Mallocs-m0.Mallocs) / p,
 		"bytes_per_op":  float64(m1.TotalAlloc-m0.TotalAlloc) / p,
-		"lock_err":      float64(lockErr.Load()),
-		"unlock_err":    float64(unlockErr.Load()),
-		"pairs":         float64(pairs.Load()),
+		"lock_err":      float64(counts.lockErr.Load()),
+		"unlock_err":    float64(counts.unlockErr.Load()),
+		"pairs":         float64(counts.pairs.Load()),
+		"ops":           float64(counts.pairs.Load()),
 	}
+}
+
+// pairCounts counts try-lock + unlock pairs and their errors, over the
+// goroutines of S2 or S7.
+type pairCounts struct{ pairs, lockErr, unlockErr atomic.Int64 }
+
+// run takes and releases on l the keys key gives (i counts from 0) until
+// it says no more, end passes or ctx ends, and adds its counts to c.
+func (c *pairCounts) run(ctx context.Context, l locker, end time.Time, key func(i int) (string, bool)) {
+	var n, le, ue int64
+	for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+		k, ok := key(i)
+		if !ok {
+			break
+		}
+		h, err := l.tryLock(ctx, k)
+		if err != nil {
+			le++
+			continue
+		}
+		if err := h.release(ctx); err != nil {
+			ue++
+		}
+		n++
+	}
+	c.pairs.Add(n)
+	c.lockErr.Add(le)
+	c.unlockErr.Add(ue)
 }
 
 // contenderWorkers is the number of workers of S3 and S6.
@@ -209,9 +250,7 @@ const contenderWorkers = 8
 // len(ls)] (S3: one locker shared; S6: one each), hold time 0. Every
 // critical section checks that nobody else is inside; overlaps are counted
 // in violations.
-func contended(ctx context.Context, ls []locker, key string, d time.Duration, violations *atomic.Int64) metrics {
-	dctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+func contended(ctx context.Context, ls []locker, key string, d time.Duration, violations *atomic.Int64, cw *window) metrics {
 	var inCS atomic.Int32
 	var mu sync.Mutex
 	var waits []time.Duration
@@ -220,6 +259,9 @@ func contended(ctx context.Context, ls []locker, key string, d time.Duration, vi
 	counts := make([]int, contenderWorkers)
 	var lockErr, unlockErr atomic.Int64
 	var wg sync.WaitGroup
+	cw.start()
+	dctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	start := time.Now()
 	for w := range contenderWorkers {
 		wg.Add(1)
@@ -261,6 +303,7 @@ func contended(ctx context.Context, ls []locker, key string, d time.Duration, vi
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cw.stop()
 	total, lo, hi := 0, counts[0], counts[0]
 	for _, n := range counts {
 		total += n
@@ -274,6 +317,7 @@ func contended(ctx context.Context, ls []locker, key string, d time.Duration, vi
 		"wait_max":       max(pct(waits, 100), maxOpen.Seconds()),
 		"cs_min":         float64(lo),
 		"cs_max":         float64(hi),
+		"ops":            float64(total),
 		"fairness":       0,
 		"lock_err":       float64(lockErr.Load()),
 		"unlock_err":     float64(unlockErr.Load()),
@@ -286,8 +330,8 @@ func contended(ctx context.Context, ls []locker, key string, d time.Duration, vi
 
 func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 	seq := func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration, ft fault) (metrics, error) {
-		return withLocker(ctx, cl, ft, c, addrs, prefix, 1, false, func(ls []locker) (metrics, error) {
-			return sequential(ctx, ls[0], prefix, d), ctx.Err()
+		return withLocker(ctx, cl, ft, c, addrs, prefix, 1, false, func(ls []locker, w *window) (metrics, error) {
+			return sequential(ctx, ls[0], prefix, d, w), ctx.Err()
 		})
 	}
 	return []scenario{
@@ -301,13 +345,13 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 		{
 			id: "S2", title: fmt.Sprintf("%d goroutines, one Client, distinct keys (try-lock + unlock pairs)", s2Workers), fault: healthy,
 			duration: &f.s2, applies: everyone,
-			columns: []column{
+			columns: append([]column{
 				{"pairs_per_s", "pairs/s", kRate}, {"allocs_per_op", "allocs/pair", kCount},
 				{"bytes_per_op", "B/pair", kCount}, {"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
-			},
+			}, costCols("pair")...),
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, false, func(ls []locker) (metrics, error) {
-					return parallel(ctx, ls[0], prefix, d), ctx.Err()
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, false, func(ls []locker, w *window) (metrics, error) {
+					return parallel(ctx, ls[0], prefix, d, w), ctx.Err()
 				})
 			},
 		},
@@ -315,8 +359,8 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 			id: "S3", title: fmt.Sprintf("%d goroutines of one process (one Client) on one key, hold 0", contenderWorkers), fault: healthy,
 			duration: &f.s3, applies: notFloor, columns: contentionCols(false),
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, true, func(ls []locker) (metrics, error) {
-					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, 1, true, func(ls []locker, w *window) (metrics, error) {
+					return contended(ctx, ls, prefix+"one", d, violations, w), ctx.Err()
 				})
 			},
 		},
@@ -338,9 +382,21 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 			id: "S6", title: fmt.Sprintf("%d workers on one key, each with its own Client and connections (as separate processes), hold 0", contenderWorkers), fault: healthy,
 			duration: &f.s6, applies: notFloor, columns: contentionCols(true),
 			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
-				return withLocker(ctx, cl, healthy, c, addrs, prefix, contenderWorkers, true, func(ls []locker) (metrics, error) {
-					return contended(ctx, ls, prefix+"one", d, violations), ctx.Err()
+				return withLocker(ctx, cl, healthy, c, addrs, prefix, contenderWorkers, true, func(ls []locker, w *window) (metrics, error) {
+					return contended(ctx, ls, prefix+"one", d, violations, w), ctx.Err()
 				})
+			},
+		},
+		{
+			id: "S7", title: fmt.Sprintf("scale: %d goroutines over %d distinct names, each taken once (try-lock + unlock)", s7Workers, f.s7names), fault: healthy,
+			duration: &f.s7, applies: func(c contender) bool { return c.many }, once: true,
+			columns: append([]column{
+				{"pairs_per_s", "pairs/s", kRate}, {"mem_per_name", "memory B/name/node", kCount},
+				{"keys_left", "keys left/node", kCount}, {"names", "names", kCount},
+				{"lock_err", "lock errors", kCount}, {"unlock_err", "unlock errors", kCount},
+			}, costCols("pair")...),
+			measure: func(ctx context.Context, c contender, addrs []string, prefix string, d time.Duration) (metrics, error) {
+				return s7(ctx, cl, c, addrs, prefix, f.s7names, d)
 			},
 		},
 	}
