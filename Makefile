@@ -13,17 +13,23 @@ CHAOS_DURATION ?= 10m
 CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
 TEST_LOG       := $(CURDIR)/.test.log
 
-.PHONY: demo chaos test test-otel model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
+.PHONY: demo chaos test test-otel test-demo model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
 
 ## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
+# The demo is its own module (demo/), so that the library's consumers and
+# the redlock command do not download or link Docker's SDK for it.
 demo: redis-image
-	$(GO) run ./cmd/redlock demo $(DEMO_FLAGS)
+	cd demo && $(GO) run . $(DEMO_FLAGS)
+
+## test-demo: the demo's tests (demo/, its own module; Docker)
+test-demo: redis-image
+	cd demo && $(GO) test -race -count=1 ./...
 
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 # The chaos summary table is printed after the tests, then go test's
 # package lines again, so that the run still ends with the test results.
 # The OpenTelemetry adapter (its own module, no servers) is tested first.
-test: redis-image postgres lint test-otel
+test: redis-image postgres lint test-otel test-demo
 	@rm -f $(CHAOS_REPORT)
 	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
 	  status=$$?; \
