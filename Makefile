@@ -13,13 +13,17 @@ CHAOS_DURATION ?= 10m
 CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
 TEST_LOG       := $(CURDIR)/.test.log
 
-.PHONY: demo chaos test test-otel test-demo model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
+.PHONY: demo chaos test test-otel test-demo test-sqltest model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
 
 ## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
 # The demo is its own module (demo/), so that the library's consumers and
 # the redlock command do not download or link Docker's SDK for it.
 demo: redis-image
 	cd demo && $(GO) run . $(DEMO_FLAGS)
+
+## test-sqltest: guard.SQL on PostgreSQL (guard/sqltest/, its own module, so the root module needs no PostgreSQL driver)
+test-sqltest: redis-image postgres
+	cd guard/sqltest && $(GO) test -race -count=1 ./...
 
 ## test-demo: the demo's tests (demo/, its own module; Docker)
 test-demo: redis-image
@@ -28,8 +32,8 @@ test-demo: redis-image
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 # The chaos summary table is printed after the tests, then go test's
 # package lines again, so that the run still ends with the test results.
-# The OpenTelemetry adapter (its own module, no servers) is tested first.
-test: redis-image postgres lint test-otel test-demo
+# The modules of their own (redlockotel, demo, guard/sqltest) are tested first.
+test: redis-image postgres lint test-otel test-demo test-sqltest
 	@rm -f $(CHAOS_REPORT)
 	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
 	  status=$$?; \
@@ -75,7 +79,7 @@ $(STATICCHECK):
 redis-image:
 	bash scripts/redis-image.sh
 
-## postgres: install Debian's PostgreSQL server if missing (the SQL guard tests, guard/, start their own in a temp dir)
+## postgres: install Debian's PostgreSQL server if missing (the SQL guard tests, guard/sqltest/, start their own in a temp dir)
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(SUDO) apt-get update && \
