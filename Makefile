@@ -9,21 +9,34 @@ export REDLOCK_REDIS_IMAGE ?= redis:7
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 SHELL          := /bin/bash
+# The modules of this repository: the library and its command (.), and
+# those kept out of its requirements (README.md, "Modules").
+MODULES        := . redlockotel demo guard/sqltest bench scripts/modproxy
 CHAOS_DURATION ?= 10m
 CHAOS_REPORT   := $(CURDIR)/.chaos-report.txt
 TEST_LOG       := $(CURDIR)/.test.log
 
-.PHONY: demo chaos test test-otel model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
+.PHONY: demo chaos test test-otel test-demo test-sqltest consumer-check model lint vet staticcheck fmt-check redis-image redis-server postgres tools bench bench-micro compose-up compose-down
 
 ## demo: five local Redis nodes in Docker, four workers on one lock, node kills/restarts and a worker paused past its lease; prints the summary and writes the HTML timeline
+# The demo is its own module (demo/), so that the library's consumers and
+# the redlock command do not download or link Docker's SDK for it.
 demo: redis-image
-	$(GO) run ./cmd/redlock demo $(DEMO_FLAGS)
+	cd demo && $(GO) run . $(DEMO_FLAGS)
+
+## test-sqltest: guard.SQL on PostgreSQL (guard/sqltest/, its own module, so the root module needs no PostgreSQL driver)
+test-sqltest: redis-image postgres
+	cd guard/sqltest && $(GO) test -race -count=1 ./...
+
+## test-demo: the demo's tests (demo/, its own module; Docker)
+test-demo: redis-image
+	cd demo && $(GO) test -race -count=1 ./...
 
 ## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
 # The chaos summary table is printed after the tests, then go test's
 # package lines again, so that the run still ends with the test results.
-# The OpenTelemetry adapter (its own module, no servers) is tested first.
-test: redis-image postgres lint test-otel
+# The modules of their own (redlockotel, demo, guard/sqltest) are tested first.
+test: redis-image postgres lint consumer-check test-otel test-demo test-sqltest
 	@rm -f $(CHAOS_REPORT)
 	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
 	  status=$$?; \
@@ -45,7 +58,7 @@ chaos: redis-image
 model: redis-image
 	$(GO) test -run 'Model' -count=1 -timeout 2h -v . -args -long
 
-## lint: gofmt, go vet, staticcheck (on the root module and redlockotel/)
+## lint: gofmt, go vet, staticcheck on every module of the repository (MODULES)
 lint: fmt-check vet staticcheck
 
 fmt-check:
@@ -53,23 +66,25 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
-	cd redlockotel && $(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 
 staticcheck: tools
-	$(STATICCHECK) ./...
-	cd redlockotel && $(STATICCHECK) ./...
+	@set -e; for m in $(MODULES); do echo "staticcheck ($$m)"; (cd $$m && $(STATICCHECK) ./...); done
 
 tools: $(STATICCHECK)
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+## consumer-check: go get the root module and redlockotel at v0.1.0 from a local proxy of this tree, as a user would; build the README's usage example and redlockotel's Example; print the downloads
+consumer-check:
+	bash scripts/consumer-check.sh
+
 ## redis-image: make sure $(REDLOCK_REDIS_IMAGE) exists locally (pull, or build FROM scratch from Debian's redis-server)
 redis-image:
 	bash scripts/redis-image.sh
 
-## postgres: install Debian's PostgreSQL server if missing (the SQL guard tests, guard/, start their own in a temp dir)
+## postgres: install Debian's PostgreSQL server if missing (the SQL guard tests, guard/sqltest/, start their own in a temp dir)
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(SUDO) apt-get update && \

@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -38,17 +36,4 @@ func nodes(t testing.TB, n int) []redis.UniversalClient {
 func storeNode(t testing.TB) *redis.Client {
 	t.Helper()
 	return shared.Cluster(t).Client(3)
-}
-
-// newTestClient returns a redlock Client over nodes with a per-node timeout
-// of 1s (the race detector on a loaded machine can starve a round trip past
-// the 100ms default), closed when the test ends.
-func newTestClient(t testing.TB, nodes []redis.UniversalClient) *redlock.Client {
-	t.Helper()
-	c, err := redlock.New(nodes, &redlock.Options{NodeTimeout: time.Second})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/guard"
+	"github.com/redlock-go/redlock/internal/guardtest"
 )
 
 func TestRedisErrors(t *testing.T) {
@@ -26,7 +27,7 @@ func TestRedisErrors(t *testing.T) {
 
 	t.Run("BigFences", func(t *testing.T) {
 		reset(t)
-		testBigFences(t, res,
+		guardtest.BigFences(t, res,
 			func(h guard.Holder, v string) error { return g.Set(ctx, res, dataKey, v, h) },
 			func() (string, uint64, error) {
 				h, err := g.Highest(ctx, res)
@@ -50,7 +51,7 @@ func TestRedisErrors(t *testing.T) {
 		if h, err := g.Highest(ctx, res); h != 9 || err != nil {
 			t.Errorf("Highest(legacy record 9) = %d, %v; want 9, nil", h, err)
 		}
-		assertTie(t, "Set(fence 9) over a legacy record", g.Set(ctx, res, dataKey, "b", guard.HolderOf(9, token)), res, 9)
+		guardtest.AssertTie(t, "Set(fence 9) over a legacy record", g.Set(ctx, res, dataKey, "b", guard.HolderOf(9, token)), res, 9)
 		if err := g.Set(ctx, res, dataKey, "c", guard.HolderOf(10, token)); err != nil {
 			t.Errorf("Set(fence 10) over a legacy record 9 = %v; want nil", err)
 		}
@@ -61,7 +62,7 @@ func TestRedisErrors(t *testing.T) {
 
 	t.Run("MissingKey", func(t *testing.T) {
 		reset(t)
-		v, ok, err := g.Get(ctx, res, dataKey, holderAt(4))
+		v, ok, err := g.Get(ctx, res, dataKey, guardtest.HolderAt(4))
 		if v != "" || ok || err != nil {
 			t.Errorf("Get(missing key) = %q, %v, %v; want \"\", false, nil", v, ok, err)
 		}
@@ -81,42 +82,42 @@ func TestRedisErrors(t *testing.T) {
 		{
 			name:    "DataKeyWrongType",
 			setup:   func(t *testing.T) { rdb.RPush(ctx, dataKey, "x") },
-			op:      func() error { return g.Set(ctx, res, dataKey, "v", holderAt(1)) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", guardtest.HolderAt(1)) },
 			want:    "holds a list, not a string",
 			checkNo: fenceKey,
 		},
 		{
 			name:    "GetDataKeyWrongType",
 			setup:   func(t *testing.T) { rdb.SAdd(ctx, dataKey, "x") },
-			op:      func() error { _, _, err := g.Get(ctx, res, dataKey, holderAt(1)); return err },
+			op:      func() error { _, _, err := g.Get(ctx, res, dataKey, guardtest.HolderAt(1)); return err },
 			want:    "holds a set, not a string",
 			checkNo: fenceKey,
 		},
 		{
 			name:    "FenceKeyWrongType",
 			setup:   func(t *testing.T) { rdb.HSet(ctx, fenceKey, "f", "1") },
-			op:      func() error { return g.Set(ctx, res, dataKey, "v", holderAt(1)) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", guardtest.HolderAt(1)) },
 			want:    "holds a hash, not a fence",
 			checkNo: dataKey,
 		},
 		{
 			name:    "FenceKeyNotANumber",
 			setup:   func(t *testing.T) { rdb.Set(ctx, fenceKey, "12abc", 0) },
-			op:      func() error { return g.Set(ctx, res, dataKey, "v", holderAt(99)) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", guardtest.HolderAt(99)) },
 			want:    `holds "12abc", not a fence`,
 			checkNo: dataKey,
 		},
 		{
 			name:    "FenceKeyBadOwner",
 			setup:   func(t *testing.T) { rdb.Set(ctx, fenceKey, "12:NotHex", 0) },
-			op:      func() error { return g.Set(ctx, res, dataKey, "v", holderAt(99)) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", guardtest.HolderAt(99)) },
 			want:    `holds "12:NotHex", not a fence`,
 			checkNo: dataKey,
 		},
 		{
 			name:    "NoFence",
 			setup:   func(t *testing.T) {},
-			op:      func() error { return g.Set(ctx, res, dataKey, "v", holderAt(0)) },
+			op:      func() error { return g.Set(ctx, res, dataKey, "v", guardtest.HolderAt(0)) },
 			want:    "acquired with NoFence",
 			checkNo: fenceKey,
 		},
@@ -128,14 +129,14 @@ func TestRedisErrors(t *testing.T) {
 		},
 		{
 			name:  "EmptyResource",
-			op:    func() error { return g.Set(ctx, "", dataKey, "v", holderAt(1)) },
+			op:    func() error { return g.Set(ctx, "", dataKey, "v", guardtest.HolderAt(1)) },
 			want:  "empty resource name",
 			setup: func(t *testing.T) {},
 		},
 		{
 			name:    "DataKeyIsFenceKey",
 			setup:   func(t *testing.T) {},
-			op:      func() error { return g.Set(ctx, res, fenceKey, "v", holderAt(1)) },
+			op:      func() error { return g.Set(ctx, res, fenceKey, "v", guardtest.HolderAt(1)) },
 			want:    "is the fence key",
 			checkNo: fenceKey,
 		},

@@ -1,140 +1,107 @@
 package guard_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/redlock-go/redlock/guard"
+	"github.com/redlock-go/redlock/internal/guardtest"
 )
 
-func testSQLErrors(t *testing.T, db *sql.DB) {
-	ctx := t.Context()
-	for _, q := range []string{
-		`CREATE TABLE big (id bigint PRIMARY KEY, val text NOT NULL DEFAULT '',
-			fence numeric(20) NOT NULL DEFAULT 0, fence_owner text NOT NULL DEFAULT '')`,
-		`CREATE TABLE nullable (id bigint PRIMARY KEY, val text, fence bigint, fence_owner text)`,
-		`CREATE TABLE dup (id bigint, val text, fence bigint NOT NULL DEFAULT 0, fence_owner text NOT NULL DEFAULT '')`,
-		`CREATE TABLE custom (key text PRIMARY KEY, val text, ver bigint NOT NULL DEFAULT 0, who text NOT NULL DEFAULT '')`,
-		`INSERT INTO big (id) VALUES (1)`,
-		`INSERT INTO nullable (id) VALUES (1)`,
-		`INSERT INTO nullable (id, fence) VALUES (2, 5)`,
-		`INSERT INTO dup (id) VALUES (1), (1)`,
-		`INSERT INTO custom (key) VALUES ('k')`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+// guard.SQL's logic that needs no database. Its behaviour on PostgreSQL is
+// tested in guard/sqltest, a module of its own (so that the root module
+// does not require a PostgreSQL driver).
+
+// recordingExecer records the statements sent to it and reports one row
+// changed; it has no rows to query.
+type recordingExecer struct {
+	queries []string
+	args    [][]any
+}
+
+func (e *recordingExecer) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	e.queries = append(e.queries, query)
+	e.args = append(e.args, args)
+	return driverResult(1), nil
+}
+
+func (e *recordingExecer) QueryRowContext(context.Context, string, ...any) *sql.Row {
+	panic("recordingExecer: no rows to query")
+}
+
+type driverResult int64
+
+func (r driverResult) LastInsertId() (int64, error) { return 0, errors.New("no insert id") }
+func (r driverResult) RowsAffected() (int64, error) { return int64(r), nil }
+
+func TestSQLBadIdentifiers(t *testing.T) {
+	cases := []struct {
+		guard guard.SQL
+		want  string
+	}{
+		{guard.SQL{}, "guard.SQL.Table is empty"},
+		{guard.SQL{Table: "guarded; DROP TABLE guarded"}, `guard.SQL.Table "guarded; DROP TABLE guarded" is not a plain SQL identifier`},
+		{guard.SQL{Table: "1guarded"}, "is not a plain SQL identifier"},
+		{guard.SQL{Table: "a.b.c"}, "is not a plain SQL identifier"},
+		{guard.SQL{Table: `"guarded"`}, "is not a plain SQL identifier"},
+		{guard.SQL{Table: "guarded", IDColumn: "id)"}, `guard.SQL.IDColumn "id)" is not a plain SQL identifier`},
+		{guard.SQL{Table: "guarded", FenceColumn: "fence--"}, `guard.SQL.FenceColumn "fence--" is not a plain SQL identifier`},
+		{guard.SQL{Table: "guarded", OwnerColumn: "owner col"}, `guard.SQL.OwnerColumn "owner col" is not a plain SQL identifier`},
+		{guard.SQL{Table: "guarded", IDColumn: "fence"}, "IDColumn and FenceColumn are both"},
+		{guard.SQL{Table: "guarded", OwnerColumn: "fence"}, "FenceColumn and OwnerColumn are both"},
+		{guard.SQL{Table: "guarded", OwnerColumn: "id"}, "IDColumn and OwnerColumn are both"},
+	}
+	for _, c := range cases {
+		db := &recordingExecer{}
+		err := c.guard.Update(t.Context(), db, "x", guardtest.HolderAt(1), "val = $1", "v")
+		if err == nil || !strings.HasPrefix(err.Error(), "redlock: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v.Update = %v; want a redlock: error containing %q", c.guard, err, c.want)
+		}
+		if len(db.queries) > 0 {
+			t.Errorf("%+v.Update sent %q; want nothing sent", c.guard, db.queries)
 		}
 	}
+}
 
-	t.Run("BadIdentifiers", func(t *testing.T) {
-		cases := []struct {
-			guard guard.SQL
-			want  string
-		}{
-			{guard.SQL{}, "guard.SQL.Table is empty"},
-			{guard.SQL{Table: "guarded; DROP TABLE guarded"}, `guard.SQL.Table "guarded; DROP TABLE guarded" is not a plain SQL identifier`},
-			{guard.SQL{Table: "1guarded"}, "is not a plain SQL identifier"},
-			{guard.SQL{Table: "a.b.c"}, "is not a plain SQL identifier"},
-			{guard.SQL{Table: `"guarded"`}, "is not a plain SQL identifier"},
-			{guard.SQL{Table: "guarded", IDColumn: "id)"}, `guard.SQL.IDColumn "id)" is not a plain SQL identifier`},
-			{guard.SQL{Table: "guarded", FenceColumn: "fence--"}, `guard.SQL.FenceColumn "fence--" is not a plain SQL identifier`},
-			{guard.SQL{Table: "guarded", OwnerColumn: "owner col"}, `guard.SQL.OwnerColumn "owner col" is not a plain SQL identifier`},
-			{guard.SQL{Table: "guarded", IDColumn: "fence"}, "IDColumn and FenceColumn are both"},
-			{guard.SQL{Table: "guarded", OwnerColumn: "fence"}, "FenceColumn and OwnerColumn are both"},
-			{guard.SQL{Table: "guarded", OwnerColumn: "id"}, "IDColumn and OwnerColumn are both"},
-		}
-		for _, c := range cases {
-			err := c.guard.Update(ctx, db, "x", holderAt(1), "val = $1", "v")
-			if err == nil || !strings.HasPrefix(err.Error(), "redlock: ") || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%+v.Update = %v; want a redlock: error containing %q", c.guard, err, c.want)
+// TestSQLStatement: the fenced UPDATE puts the guard's placeholders after
+// the caller's, sends the owner id (never the token), and with fence 0
+// sends nothing.
+func TestSQLStatement(t *testing.T) {
+	h := guard.HolderOf(7, "secret-token")
+	tests := []struct {
+		name  string
+		g     guard.SQL
+		set   string
+		args  []any
+		query string
+	}{
+		{"defaults", guard.SQL{Table: "guarded"}, "val = $1, note = $2", []any{"v", "n"},
+			"UPDATE guarded SET val = $1, note = $2, fence = $3, fence_owner = $5 WHERE id = $4 AND (fence < $3 OR (fence = $3 AND fence_owner = $5))"},
+		{"fenced read", guard.SQL{Table: "s.t", IDColumn: "k", FenceColumn: "f", OwnerColumn: "o"}, " ", nil,
+			"UPDATE s.t SET f = $1, o = $3 WHERE k = $2 AND (f < $1 OR (f = $1 AND o = $3))"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := &recordingExecer{}
+			if err := tt.g.Update(t.Context(), db, 42, h, tt.set, tt.args...); err != nil {
+				t.Fatalf("Update = %v; want nil (one row changed)", err)
 			}
-		}
-	})
-
-	t.Run("CustomColumnsAndSchema", func(t *testing.T) {
-		g := guard.SQL{Table: "public.custom", IDColumn: "key", FenceColumn: "ver", OwnerColumn: "who"}
-		if err := g.Update(ctx, db, "k", holderAt(3), "val = $1", "v3"); err != nil {
-			t.Fatalf("Update(fence 3) = %v; want nil", err)
-		}
-		assertStale(t, "Update(fence 2)", g.Update(ctx, db, "k", holderAt(2), "val = $1", "v2"), "public.custom row key = k", 2, 3)
-		assertTie(t, "Update(fence 3, another holder)",
-			g.Update(ctx, db, "k", guard.HolderOf(3, "another"), "val = $1", "other"), "public.custom row key = k", 3)
-		var v, who string
-		var f uint64
-		db.QueryRowContext(ctx, "SELECT val, ver, who FROM custom WHERE key = 'k'").Scan(&v, &f, &who)
-		if want := guard.OwnerID(holderAt(3).Token()); v != "v3" || f != 3 || who != want {
-			t.Errorf("row = %q, fence %d, owner %q; want %q, 3, %q", v, f, who, "v3", want)
-		}
-	})
-
-	t.Run("NoSuchRow", func(t *testing.T) {
-		err := guard.SQL{Table: "guarded"}.Update(ctx, db, "no-such-id", holderAt(1), "val = $1", "v")
-		if !errors.Is(err, sql.ErrNoRows) || errors.Is(err, guard.ErrStaleFence) || !strings.Contains(err.Error(), "no such row") {
-			t.Errorf("Update(missing row) = %v; want a \"no such row\" error matching sql.ErrNoRows, not guard.ErrStaleFence", err)
-		}
-	})
-
-	t.Run("NullFence", func(t *testing.T) {
-		err := guard.SQL{Table: "nullable"}.Update(ctx, db, 1, holderAt(1), "val = $1", "v")
-		if err == nil || errors.Is(err, guard.ErrStaleFence) || !strings.Contains(err.Error(), "fence is NULL: make the column NOT NULL") {
-			t.Errorf("Update(NULL fence) = %v; want an error saying to make the column NOT NULL", err)
-		}
-		err = guard.SQL{Table: "nullable"}.Update(ctx, db, 2, holderAt(5), "val = $1", "v")
-		if err == nil || errors.Is(err, guard.ErrStaleFence) || !strings.Contains(err.Error(), "fence_owner is NULL: make the column NOT NULL") {
-			t.Errorf("Update(NULL owner) = %v; want an error saying to make the column NOT NULL", err)
-		}
-	})
-
-	t.Run("IDNotUnique", func(t *testing.T) {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		err = guard.SQL{Table: "dup"}.Update(ctx, tx, 1, holderAt(1), "val = $1", "v")
-		if err == nil || !strings.Contains(err.Error(), "must be unique") {
-			t.Errorf("Update(duplicate id) = %v; want an error saying id must be unique", err)
-		}
-	})
-
-	t.Run("BadSet", func(t *testing.T) {
-		err := guard.SQL{Table: "guarded"}.Update(ctx, db, "x", holderAt(1), "no_such_column = $1", "v")
-		if err == nil || errors.Is(err, guard.ErrStaleFence) || !strings.Contains(err.Error(), "no_such_column") {
-			t.Errorf("Update(bad set) = %v; want the database's error", err)
-		}
-	})
-
-	t.Run("Rollback", func(t *testing.T) {
-		// The fenced update belongs to the caller's transaction.
-		g := guard.SQL{Table: "big"}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Update(ctx, tx, 1, holderAt(50), "val = $1", "rolled back"); err != nil {
-			t.Fatalf("Update in tx = %v", err)
-		}
-		tx.Rollback()
-		if err := g.Update(ctx, db, 1, holderAt(10), "val = $1", "after"); err != nil {
-			t.Errorf("Update(fence 10) after the fence-50 update was rolled back = %v; want nil", err)
-		}
-	})
-
-	t.Run("BigFences", func(t *testing.T) {
-		// numeric(20) holds every uint64; the database compares exactly.
-		g := guard.SQL{Table: "big"}
-		testBigFences(t, "big row id = 1",
-			func(h guard.Holder, v string) error { return g.Update(ctx, db, 1, h, "val = $1", v) },
-			func() (v string, f uint64, err error) {
-				var fs string
-				if err := db.QueryRowContext(ctx, "SELECT val, fence FROM big WHERE id = 1").Scan(&v, &fs); err != nil {
-					return "", 0, err
-				}
-				f, err = strconv.ParseUint(fs, 10, 64)
-				return v, f, err
-			})
-	})
+			if len(db.queries) != 1 || db.queries[0] != tt.query {
+				t.Fatalf("Update sent %q; want %q", db.queries, tt.query)
+			}
+			want := append(slices.Clone(tt.args), uint64(7), 42, guard.OwnerID("secret-token"))
+			if !slices.Equal(db.args[0], want) {
+				t.Errorf("Update args = %v; want %v", db.args[0], want)
+			}
+		})
+	}
+	db := &recordingExecer{}
+	err := guard.SQL{Table: "guarded"}.Update(t.Context(), db, 1, guard.HolderOf(0, "t"), "val = $1", "v")
+	if !errors.Is(err, guard.ErrNoFence) || len(db.queries) > 0 {
+		t.Errorf("Update(fence 0) = %v, sent %q; want guard.ErrNoFence and nothing sent", err, db.queries)
+	}
 }

@@ -17,7 +17,7 @@ import (
 // Exit codes, after sysexits(3) where one fits, like flock(1).
 const (
 	exitOK          = 0
-	exitFailure     = 1  // demo: something was lost or a stale write got through
+	exitFailure     = 1  // status/break: some nodes failed
 	exitUsage       = 64 // EX_USAGE: bad flags, arguments or node URLs
 	exitUnavailable = 69 // EX_UNAVAILABLE: fewer nodes reachable than a quorum
 	exitTempFail    = 75 // EX_TEMPFAIL: lock held elsewhere, not acquired within --wait
@@ -32,7 +32,6 @@ commands:
   run     [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
   status  [flags] NAME                        show lock NAME on every node
   break   --yes [flags] NAME                  delete lock NAME on every node (dangerous)
-  demo    [flags]                             workers, faults and fencing on 5 local nodes
   help    [COMMAND]                           show help for COMMAND
 
   version                                     print redlock's version
@@ -67,6 +66,10 @@ given as query parameters (?dial_timeout=3s&max_retries=2); redlock sets
 max_retries=1 and dial_timeout=1s only where the URL does not.
 `
 
+// demoMoved is what 'redlock demo' says: the demo is a module of its own,
+// so that this command does not link Docker's SDK.
+const demoMoved = "redlock: the demo is no longer part of this command: run 'make demo' in a clone of the repository (or 'go run .' in its demo/ directory)"
+
 // run is the whole CLI: main is os.Exit(run(...)). It returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	quietRedis.Do(func() { redis.SetLogger(silentLogger{}) })
@@ -82,14 +85,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "break":
 		return breakCmd(ctx, args[1:], stdout, stderr)
 	case "demo":
-		return demoCmd(ctx, args[1:], stdout, stderr)
+		fmt.Fprintln(stderr, demoMoved)
+		return exitUsage
 	case "help", "-h", "-help", "--help":
 		return helpCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status, break or demo (see 'redlock help')\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status or break (see 'redlock help')\n", args[0])
 		return exitUsage
 	}
 }
@@ -108,9 +112,10 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	case "break":
 		fs, _ = breakFlags(io.Discard)
 	case "demo":
-		fs, _ = demoFlags(io.Discard)
+		fmt.Fprintln(stderr, demoMoved)
+		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status', 'break' or 'demo'\n", args[0])
+		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status' or 'break'\n", args[0])
 		return exitUsage
 	}
 	fs.SetOutput(stdout)

@@ -1,10 +1,13 @@
-// Command redlock runs a command under a Redlock distributed lock, shows a
-// lock's state on every node, and demonstrates fencing under faults.
+// Command redlock runs a command under a Redlock distributed lock and shows
+// or breaks a lock's state on every node.
 //
 //	redlock run [flags] NAME -- COMMAND [ARGS...]
 //	redlock status [flags] NAME
-//	redlock demo [flags]
+//	redlock break --yes [flags] NAME
 //	redlock help [COMMAND]
+//
+// The demo of fencing under faults is a module of its own (demo/ in the
+// repository; make demo), so that this command does not link Docker's SDK.
 //
 // Nodes are given with --nodes or $REDLOCK_NODES as URLs separated by
 // commas or spaces: redis://[user:password@]host:port[/db], rediss:// for

@@ -77,7 +77,6 @@ func TestBadNodeListsRefused(t *testing.T) {
 		{[]string{"run", "--wait", "0", "lock", "--", "touch", marker}, true},
 		{[]string{"status", "lock"}, true},
 		{[]string{"break", "--yes", "lock"}, true},
-		{[]string{"demo", "-q", "--duration", "3s"}, false},
 	}
 	for _, tt := range badNodeLists {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,7 +38,6 @@ func TestRunUsageErrors(t *testing.T) {
 		{"status no name", []string{"status", nodes}, "missing lock NAME", exitUsage},
 		{"status two names", []string{"status", nodes, "a", "b"}, `unexpected argument "b"`, exitUsage},
 		{"status no nodes", []string{"status", "job"}, "no nodes", exitUsage},
-		{"demo stray arg", []string{"demo", "now"}, `unexpected argument "now"`, exitUsage},
 		{"help unknown", []string{"help", "frob"}, `no help for "frob"`, exitUsage},
 	}
 	for _, tt := range tests {
@@ -68,7 +67,7 @@ func TestRunUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "status", "demo"} {
+	for _, cmd := range []string{"run", "status"} {
 		code, stdout, _ := runCLI(t, "help", cmd)
 		if code != 0 || !strings.Contains(stdout, "usage: redlock "+cmd) || !strings.Contains(stdout, "-nodes") {
 			t.Errorf("help %s = %d, %q; want 0 and the usage with its flags", cmd, code, stdout)

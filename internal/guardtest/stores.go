@@ -1,12 +1,12 @@
 // Package guardtest holds the downstream stores of the tests, one per kind
-// (in process, Redis and PostgreSQL), each behind a guard of package
+// (in process and Redis; the PostgreSQL one is in guard/sqltest, a module
+// of its own), each behind a guard of package
 // [github.com/redlock-go/redlock/guard] or, as the negative control, none.
 // The guard tests and the chaos suite of the root package share them.
 package guardtest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -34,7 +34,6 @@ type Store interface {
 var (
 	_ Store = (*MemStore)(nil)
 	_ Store = (*RedisStore)(nil)
-	_ Store = (*SQLStore)(nil)
 )
 
 // MemStore is values in a map behind a guard.InProcess, or behind nothing
@@ -158,68 +157,5 @@ func (s *RedisStore) Stored(ctx context.Context, resource string) (string, uint6
 		return v, 0, err
 	}
 	f, err := s.guard.Highest(ctx, resource)
-	return v, f, err
-}
-
-// SQLStore is rows of a PostgreSQL table (SQLStoreTable) behind a
-// guard.SQL; every access is a transaction of its own.
-type SQLStore struct {
-	db    *sql.DB
-	guard guard.SQL
-}
-
-// SQLStoreTable creates the table of a SQLStore.
-const SQLStoreTable = `CREATE TABLE guarded (
-	id          text PRIMARY KEY,
-	val         text NOT NULL DEFAULT '',
-	fence       bigint NOT NULL DEFAULT 0,
-	fence_owner text NOT NULL DEFAULT ''
-)`
-
-// NewSQLStore returns a store in db's table "guarded" (SQLStoreTable).
-func NewSQLStore(db *sql.DB) *SQLStore {
-	return &SQLStore{db: db, guard: guard.SQL{Table: "guarded"}}
-}
-
-func (s *SQLStore) Create(tb testing.TB, resource string) {
-	tb.Helper()
-	_, err := s.db.ExecContext(tb.Context(),
-		`INSERT INTO guarded (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET val = '', fence = 0, fence_owner = ''`, resource)
-	if err != nil {
-		tb.Fatalf("INSERT: %v", err)
-	}
-}
-
-// inTx runs f in a transaction, committed if f succeeds.
-func (s *SQLStore) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-func (s *SQLStore) Write(ctx context.Context, resource string, h guard.Holder, value string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		return s.guard.Update(ctx, tx, resource, h, "val = $1", value)
-	})
-}
-
-func (s *SQLStore) Read(ctx context.Context, resource string, h guard.Holder) (v string, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := s.guard.Update(ctx, tx, resource, h, ""); err != nil {
-			return err
-		}
-		return tx.QueryRowContext(ctx, "SELECT val FROM guarded WHERE id = $1", resource).Scan(&v)
-	})
-	return v, err
-}
-
-func (s *SQLStore) Stored(ctx context.Context, resource string) (v string, f uint64, err error) {
-	err = s.db.QueryRowContext(ctx, "SELECT val, fence FROM guarded WHERE id = $1", resource).Scan(&v, &f)
 	return v, f, err
 }

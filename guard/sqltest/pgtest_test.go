@@ -1,4 +1,4 @@
-package guard_test
+package sqltest_test
 
 import (
 	"bytes"

@@ -24,7 +24,7 @@ import (
 	"github.com/redlock-go/redlock/redlocktest/record"
 )
 
-const demoUsage = `usage: redlock demo [flags]
+const demoUsage = `usage: make demo DEMO_FLAGS="[flags]"   (or, in demo/: go run . [flags])
 
 Start 5 local Redis nodes in Docker (through redlocktest; the image redis:7,
 or $REDLOCK_REDIS_IMAGE, must be present: make redis-image), then run
@@ -40,7 +40,8 @@ At the end it prints a summary, checks the recorded history with
 history.Check and writes an HTML timeline (--timeline).
 
 With --nodes (not $REDLOCK_NODES) the same workload runs on those nodes,
-without node faults: the demo cannot kill them. The worker pause still
+without node faults: the demo cannot kill them. They are standalone
+masters: redis://[user:password@]host:port[/db], rediss:// or host:port. The worker pause still
 happens. The demo uses the lock name "redlock-demo" there.
 
 Exit codes: 0 nothing lost and no stale write accepted; 1 otherwise (or the
@@ -51,17 +52,19 @@ Flags:
 `
 
 type demoOptions struct {
-	nodeFlags
-	workers  int
-	duration time.Duration
-	ttl      time.Duration
-	timeline string
-	quiet    bool
+	nodes       string
+	prefix      string
+	nodeTimeout time.Duration
+	workers     int
+	duration    time.Duration
+	ttl         time.Duration
+	timeline    string
+	quiet       bool
 }
 
 func demoFlags(out io.Writer) (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
-	fs := flag.NewFlagSet("redlock demo", flag.ContinueOnError)
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.nodes, "nodes", "", "run on these node `URLs` instead of 5 local nodes (no node faults then)")
 	fs.StringVar(&o.prefix, "prefix", "", "key prefix (default \"redlock:\")")
@@ -132,31 +135,31 @@ func (p *printer) event(important bool, format string, a ...any) {
 
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := demoFlags(io.Discard)
-	pos, err := parseInterspersed(fs, args)
+	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return exitOK
 	case err != nil:
-		return reportUsage(stderr, usagef("demo", "redlock: demo: %v", err))
-	case len(pos) > 0:
-		return reportUsage(stderr, usagef("demo", "redlock: demo: unexpected argument %q: the demo takes flags only", pos[0]))
+		return reportUsage(stderr, usagef("%v", err))
+	case fs.NArg() > 0:
+		return reportUsage(stderr, usagef("unexpected argument %q: the demo takes flags only", fs.Arg(0)))
 	case o.workers < 2:
-		return reportUsage(stderr, usagef("demo", "redlock: demo: --workers %d: want at least 2, so that someone can take over from a paused worker", o.workers))
+		return reportUsage(stderr, usagef("--workers %d: want at least 2, so that someone can take over from a paused worker", o.workers))
 	case o.duration < 3*time.Second:
-		return reportUsage(stderr, usagef("demo", "redlock: demo: --duration %v: want at least 3s", o.duration))
+		return reportUsage(stderr, usagef("--duration %v: want at least 3s", o.duration))
 	case o.ttl < 100*time.Millisecond:
-		return reportUsage(stderr, usagef("demo", "redlock: demo: --ttl %v: want at least 100ms", o.ttl))
+		return reportUsage(stderr, usagef("--ttl %v: want at least 100ms", o.ttl))
 	case o.timeline == "":
-		return reportUsage(stderr, usagef("demo", "redlock: demo: --timeline: want a file name"))
+		return reportUsage(stderr, usagef("--timeline: want a file name"))
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
 	d := &demo{o: o, rec: history.NewRecorder(), out: &printer{w: stdout, start: time.Now(), quiet: o.quiet}}
-	d.opts = redlock.Options{NodeTimeout: o.timeoutFor(o.ttl), KeyPrefix: o.prefix}
+	d.opts = redlock.Options{NodeTimeout: o.timeoutFor(), KeyPrefix: o.prefix}
 	if strings.TrimSpace(o.nodes) == "" {
 		fmt.Fprintln(stdout, "starting 5 local Redis nodes in Docker (redlocktest)...")
 		c, err := redlocktest.New(5, &redlocktest.Options{Recorder: d.rec}) // kills and restarts record themselves
@@ -165,31 +168,46 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUnavailable
 		}
 		defer c.Close()
-		client, err := redlock.New(c.Clients(), &d.opts)
-		if err != nil {
-			return reportUsage(stderr, usagef("demo", "%s", trimPrefix(err)))
-		}
-		defer client.Close()
-		d.nodes, d.client, d.name, d.nodeClients = c, client, "demo", c.Clients()
-		d.nodesUp.Store(int32(c.Len()))
+		d.nodes, d.name, d.nodeClients = c, "demo", c.Clients()
 		fmt.Fprintf(stdout, "nodes: %s\n", strings.Join(c.Addrs(), " "))
 	} else {
-		s, code := openSession("demo", &o.nodeFlags, o.ttl, stderr)
-		if s == nil {
+		clients, err := parseNodes(o.nodes)
+		if err != nil {
+			return reportUsage(stderr, err)
+		}
+		defer func() {
+			for _, c := range clients {
+				_ = c.Close()
+			}
+		}()
+		d.name, d.nodeClients = "redlock-demo", clients
+	}
+	client, err := redlock.New(d.nodeClients, &d.opts)
+	if err != nil {
+		return reportUsage(stderr, usagef("%s", trimPrefix(err)))
+	}
+	defer client.Close()
+	d.client = client
+	d.nodesUp.Store(int32(len(d.nodeClients)))
+	if d.nodes == nil {
+		if code, ok := checkQuorum(ctx, d.nodeClients, client.Quorum(), stderr); !ok {
 			return code
 		}
-		defer s.close()
-		if code, ok := s.checkQuorum(ctx, stderr); !ok {
-			return code
-		}
-		d.client, d.name, d.nodeClients = s.client, "redlock-demo", clientsOf(s.nodes)
-		d.nodesUp.Store(int32(len(s.nodes)))
-		fmt.Fprintf(stdout, "nodes: %d given with --nodes (no node faults: the demo cannot kill them)\n", len(s.nodes))
+		fmt.Fprintf(stdout, "nodes: %d given with --nodes (no node faults: the demo cannot kill them)\n", len(d.nodeClients))
 	}
 	fmt.Fprintf(stdout, "%d workers on lock %q for %v, lease %v, quorum %d; the store rejects fences below the highest it has seen\n",
 		o.workers, d.name, o.duration, o.ttl, d.client.Quorum())
 	d.out.start = time.Now()
 	return d.run(ctx, stdout, stderr)
+}
+
+// timeoutFor is the per-node timeout: --node-timeout, else ttl/50 within
+// 100ms..500ms, as the redlock command's.
+func (o *demoOptions) timeoutFor() time.Duration {
+	if o.nodeTimeout > 0 {
+		return o.nodeTimeout
+	}
+	return min(max(o.ttl/50, 100*time.Millisecond), 500*time.Millisecond)
 }
 
 // run runs the workers, the fault script and the progress line for the
