@@ -147,7 +147,8 @@ func TestObserveWait(t *testing.T) {
 	if !errors.Is(gaveUp, ErrNotAcquired) {
 		t.Fatalf("Acquire of a lock held elsewhere = %v; want ErrNotAcquired", gaveUp)
 	}
-	for len(waits()) < 3 { // local's start, remote's start and stop
+	deadline := time.Now().Add(5 * time.Second)
+	for len(waits()) < 3 && time.Now().Before(deadline) { // local's start, remote's start and stop
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := held.Release(t.Context()); err != nil {
