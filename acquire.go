@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -82,6 +83,9 @@ type AcquireOptions struct {
 // won before Close began: an attempt or a release's grant that wins after
 // that is deleted on the nodes again.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -103,11 +107,12 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	}
 	start := c.clock.Now()
 	_, retries := o.Retry(1)
+	octx := ctx // the caller's: the events' context
 	a := &acquisition{c: c, retry: o.Retry, try: !retries}
 	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant || o.Metadata != "", meta: o.Metadata})
 	parts := new(callParts)
 	a.cl, a.w = &parts.cl, &parts.w
-	a.cl.ls, a.cl.leaveTurn = ls, func() {}
+	a.cl.ls, a.cl.ctx, a.cl.leaveTurn = ls, octx, func() {}
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock: it makes its one attempt at once. A call that may
@@ -116,10 +121,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		var stop func()
 		ctx, stop = c.untilClosed(ctx)
 		defer stop()
-		leave, err := c.turns.enter(ctx, ls.keys.lock)
+		leave, err := c.turns.enter(ctx, ls.keys.lock, a.waiting)
 		if err != nil {
 			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: c.stopped(ctx), sentinel: ErrNotAcquired}
-			c.observe(Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
+			a.stopWaiting(err)
+			c.observe(octx, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
 			return nil, err
 		}
 		a.cl.leaveTurn = leave
@@ -137,21 +143,52 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	l, attempts, err := a.run(ctx)
 	a.w.gaveUp.Store(err != nil) // before done: see lateQueued
 	a.w.done.Store(true)
+	a.stopWaiting(err)
 	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
 	if err != nil {
 		if attempts > 0 {
 			c.leaveQueue(ctx, a.cl.ls, a.w)
 		}
 		a.cl.leaveTurn()
-		c.observe(ev)
+		c.observe(octx, ev)
 		return nil, err
 	}
 	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
-	c.observe(ev)
+	c.observe(octx, ev)
 	if o.AutoExtend {
 		l.startWatchdog()
 	}
 	return l, nil
+}
+
+// TryAcquire makes one attempt to take the lock name for ttl, without
+// waiting: the try-lock of other lock libraries (redsync's TryLock, etcd's
+// TryLock). It returns the lock, or at once an error matching
+// [ErrNotAcquired] (and [ErrHeld] when a node reported another holder),
+// exactly as [Client.Acquire] with [NoRetry] does: it does not wait for
+// this Client's other calls of name, and it takes a free lock only when no
+// other call waits for it in the nodes' queue (unless opts.Barging).
+//
+// opts is as for Acquire (nil: the defaults). Its Retry must be nil or a
+// policy that allows no retry after the first attempt, such as [NoRetry];
+// a policy that would retry is refused with an error before anything is
+// sent, since TryAcquire never waits and ignoring it would hide a caller
+// that meant to wait (use Acquire for that).
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
+	var o AcquireOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Retry != nil {
+		if _, retries := o.Retry(1); retries {
+			return nil, fmt.Errorf("redlock: TryAcquire %q: AcquireOptions.Retry would retry, but TryAcquire makes one attempt: leave Retry nil, or call Acquire to wait", name)
+		}
+	}
+	o.Retry = NoRetry()
+	return c.Acquire(ctx, name, ttl, &o)
 }
 
 // acquisition is one Acquire call while it waits: the call its lock will
@@ -165,6 +202,29 @@ type acquisition struct {
 	retry RetryPolicy
 	try   bool      // a try-lock: the policy allows no retry
 	first time.Time // when the call's first attempt began: no release can grant the call the key before
+
+	waited    bool      // the call reported that it started waiting (EventWait)
+	waitStart time.Time // when it did
+}
+
+// waiting reports, the first time it is called, that the call started
+// waiting (EventWait): for its local turn, or for its next attempt.
+func (a *acquisition) waiting() {
+	if a.waited {
+		return
+	}
+	a.waited, a.waitStart = true, a.c.clock.Now()
+	a.c.observe(a.cl.ctx, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, Waiting: true})
+}
+
+// stopWaiting reports that the call, if it had started waiting, stopped,
+// with err its outcome (nil: it won).
+func (a *acquisition) stopWaiting(err error) {
+	if !a.waited {
+		return
+	}
+	a.waited = false
+	a.c.observe(a.cl.ctx, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, End: a.c.clock.Now(), Err: err})
 }
 
 // callParts are the call and the waiter of one Acquire call, made in one
@@ -210,6 +270,7 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 		if !ok {
 			return nil, attempt, qerr
 		}
+		a.waiting()
 		// Contended: from now on a release of this name wakes us.
 		missed := n.listen()
 		d := a.w.waitDelay(delay, a.retry, n.subscribed)

@@ -191,7 +191,7 @@ func TestAcquireBadCounterMinimalACL(t *testing.T) {
 func TestAcquireScriptAttempts(t *testing.T) {
 	c := newTestClient(t, nodes(t, 3), nil)
 	ls := c.newLease("idem", 10*time.Second, leaseSpec{fenced: true})
-	cl := newCall(ls)
+	cl := newCall(t.Context(), ls)
 	w := newWaiter(ls, queueBarge, time.Now(), c.waker.id)
 	try := func(cl *call, attempt int) *Lock {
 		t.Helper()
@@ -241,7 +241,7 @@ func TestAcquireScriptAttempts(t *testing.T) {
 	// state: the call itself never goes back to an earlier attempt, and
 	// reusing it would make attempt 2's own late replies (still on their
 	// way from the last node) look stale and clean themselves up.
-	if l := try(newCall(ls), 1); l != nil {
+	if l := try(newCall(t.Context(), ls), 1); l != nil {
 		t.Errorf("delayed attempt 1 after attempt 2 succeeded; want ErrHeld")
 	}
 	c.cleanup(t.Context(), ls, ls.value(1), allNodes(3))

@@ -76,7 +76,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	start := c.clock.Now()
 	value := ls.value(attempt)
 	cl.begin(attempt)
-	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(c, &transport.Spec[grant]{
+	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(ctx, c, &transport.Spec[grant]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: grantReply, Accept: granted,
 		Late: func(rp transport.Reply[grant]) {
 			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) && !c.lateCovered(cl, rp.Node) {

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -21,7 +22,11 @@ import (
 //     its TTL;
 //   - otherwise (its attempt failed, or the lock was released): at once.
 type call struct {
-	ls        *lease
+	ls *lease
+	// ctx is the context of the Acquire (Resume, Reenter) call: its lock's
+	// events that no call causes are reported with its values, without
+	// its cancellation (see Lock.ownContext).
+	ctx       context.Context
 	leaveTurn func() // hands this client's turn for the name to the next Acquire (see turns); idempotent
 	// retry, when the call may wait, is signalled (buffered 1) when a late
 	// answer shows that an attempt of the call took the key on a node after
@@ -40,8 +45,11 @@ type call struct {
 	late    []int      // nodes of attempt that answered late while it was open
 }
 
-// newCall returns the call of ls, with no local turn to leave.
-func newCall(ls *lease) *call { return &call{ls: ls, leaveTurn: func() {}} }
+// newCall returns the call of ls made by a call with context ctx, with no
+// local turn to leave.
+func newCall(ctx context.Context, ls *lease) *call {
+	return &call{ls: ls, ctx: ctx, leaveTurn: func() {}}
+}
 
 // begin marks attempt as being decided.
 func (cl *call) begin(attempt int) {

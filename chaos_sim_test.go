@@ -86,15 +86,15 @@ func (e *chaosEnv) clientOver(name string, opts *redlock.Options, wrap func(redi
 // of their own, shareToken, so that the history shows each share as a hold
 // with its own deadline. Check then counts two shares of one lease as two
 // owners: check such a history with checkLease.
-func recordShares(rc record.Client, next func(redlock.Event)) func(redlock.Event) {
-	return func(ev redlock.Event) {
+func recordShares(rc record.Client, next func(context.Context, redlock.Event)) func(context.Context, redlock.Event) {
+	return func(ctx context.Context, ev redlock.Event) {
 		rec := ev
 		if rec.Hold != "" {
 			rec.Token = shareToken(rec.Token, rec.Hold)
 		}
-		rc.Observe(rec)
+		rc.Observe(ctx, rec)
 		if next != nil {
-			next(ev)
+			next(ctx, ev)
 		}
 	}
 }

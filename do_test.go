@@ -14,17 +14,17 @@ func TestDoReleasesOnReturnAndPanic(t *testing.T) {
 	name := "do-returns"
 	key, _ := c.Keys(name)
 	ran := false
-	err := c.Do(t.Context(), name, time.Second, func(ctx context.Context, l *Lock) error {
+	err := c.Do(t.Context(), name, time.Second, nil, func(ctx context.Context, l *Lock) error {
 		ran = ctx.Err() == nil && l.Err() == nil && l.Name() == name
 		return nil
-	}, nil)
+	})
 	if err != nil || !ran {
 		t.Errorf("Do = %v (ran %v); want nil after running fn under the lock", err, ran)
 	}
 	assertNoLockKey(t, nodes(t, 3), key)
 
 	boom := errors.New("fn failed")
-	err = c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { return boom }, nil)
+	err = c.Do(t.Context(), name, time.Second, nil, func(context.Context, *Lock) error { return boom })
 	if !errors.Is(err, boom) || errors.Is(err, ErrLost) {
 		t.Errorf("Do with a failing fn = %v; want fn's error, not ErrLost", err)
 	}
@@ -36,7 +36,7 @@ func TestDoReleasesOnReturnAndPanic(t *testing.T) {
 				t.Errorf("recovered %v; want fn's panic to go on", r)
 			}
 		}()
-		c.Do(t.Context(), name, time.Second, func(context.Context, *Lock) error { panic("boom") }, &AcquireOptions{Reentrant: true})
+		c.Do(t.Context(), name, time.Second, &AcquireOptions{Reentrant: true}, func(context.Context, *Lock) error { panic("boom") })
 	}()
 	assertNoLockKey(t, nodes(t, 3), key)
 }
@@ -49,7 +49,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 	var cause error
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Do(context.Background(), name, time.Second, func(ctx context.Context, l *Lock) error {
+		errc <- c.Do(context.Background(), name, time.Second, nil, func(ctx context.Context, l *Lock) error {
 			close(started)
 			select {
 			case <-ctx.Done():
@@ -58,7 +58,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				return errors.New("fn ran on: its context was not cancelled")
 			}
-		}, nil)
+		})
 	}()
 	<-started
 	for _, i := range []int{1, 2} {

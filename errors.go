@@ -62,6 +62,11 @@ var (
 	// node may be healthy; its answer, when it comes, is still handled
 	// (a late key is released).
 	ErrNotAwaited = errors.New("redlock: not awaited")
+
+	// ErrNotNew: a method was called on a Client that [New] (or
+	// [NewWithNodes]) did not make — a zero Client, or a nil *Client. It
+	// has no nodes to ask; make the Client with New.
+	ErrNotNew = errors.New("redlock: Client was not made by New: use redlock.New")
 )
 
 // nodeTimeoutError is a node that did not answer within the per-node

@@ -148,10 +148,10 @@ func ExampleClient_Do() {
 
 	// Acquire, auto-extend, run, release: ctx is cancelled if the lock is
 	// lost, and the error says so (errors.Is(err, redlock.ErrLost)).
-	err = client.Do(context.Background(), "nightly-report", 5*time.Second, func(ctx context.Context, l *redlock.Lock) error {
+	err = client.Do(context.Background(), "nightly-report", 5*time.Second, nil, func(ctx context.Context, l *redlock.Lock) error {
 		fmt.Println("writing with fence", l.Fence())
 		return ctx.Err()
-	}, nil)
+	})
 	fmt.Println("err:", err, "lost:", errors.Is(err, redlock.ErrLost))
 	// Output:
 	// writing with fence 1

@@ -39,7 +39,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	out, ev, err := l.extendRound(ctx, ttl)
-	l.c.observe(ev)
+	l.c.observe(ctx, ev)
 	if err != nil {
 		// The keys are released even if ctx ended meanwhile.
 		l.lose(context.WithoutCancel(ctx), out, err)
@@ -72,7 +72,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration) (extendOutcom
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := sendRound(ctx, c, l.ls.extendRequest(ttlArg), observed(c, &transport.Spec[int64]{
+	r := sendRound(ctx, c, l.ls.extendRequest(ttlArg), observed(ctx, c, &transport.Spec[int64]{
 		Need: c.quorum, PerNode: timeout, Parse: int64Reply, Accept: isOne}, EventExtend, l.ls.name))
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)

@@ -306,7 +306,7 @@ func TestFairBargingIgnoresQueue(t *testing.T) {
 	}
 	// Barging: takes the free lock on its first attempt.
 	var attempts int
-	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: func(e Event) {
+	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: func(_ context.Context, e Event) {
 		if e.Kind == EventAcquire {
 			attempts = e.Attempts
 		}

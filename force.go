@@ -35,6 +35,9 @@ type Broken struct {
 // down keeps its key until its TTL ends). A key that is not a lock (another
 // type) is left alone and reported as that node's error.
 func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (a *acquisition) split(ctx context.Context) {
 	w.done.Store(true)
 	c.leaveQueue(ctx, ls, w)
 	nls := c.newLease(ls.name, ls.ttl, leaseSpec{fenced: ls.fenceArg == "1", reentrant: ls.hold != "", meta: ls.meta})
-	ncl := newCall(nls)
+	ncl := newCall(a.cl.ctx, nls)
 	ncl.leaveTurn, ncl.retry = a.cl.leaveTurn, a.cl.retry
 	nw := newWaiter(nls, w.mode, c.clock.Now(), c.waker.id)
 	nw.priority = w.priority

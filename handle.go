@@ -141,5 +141,8 @@ const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 // quorum of the nodes hold the handle's token (a forged or stale handle, a
 // lock that expired); it then leaves nothing behind.
 func (c *Client) Resume(ctx context.Context, h Handle, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
 	return c.join(ctx, h, ttl, opts)
 }

@@ -57,6 +57,9 @@ type LockState struct {
 // taken or released the moment after. Use it to look, never to decide who
 // may write (that is what Acquire and fences are for).
 func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}

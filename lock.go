@@ -112,6 +112,16 @@ func (l *Lock) Context(parent context.Context) context.Context {
 	return ctx
 }
 
+// ownContext is the lock's own context: that of the call that made it,
+// without its cancellation or deadline. The lock's events that no call
+// causes (a loss, the watchdog's rounds) are reported with it.
+func (l *Lock) ownContext() context.Context {
+	if l.call.ctx == nil {
+		return context.Background()
+	}
+	return context.WithoutCancel(l.call.ctx)
+}
+
 // setDeadlineLocked moves the local deadline to until and re-arms the timer.
 func (l *Lock) setDeadlineLocked(until time.Time) {
 	if l.timer != nil {
@@ -145,7 +155,7 @@ func (l *Lock) end(err error, gen int) bool {
 	if err != ErrReleased {
 		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
 		now := l.c.clock.Now()
-		l.c.observe(Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
+		l.c.observe(l.ownContext(), Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
 	}
 	for _, cancel := range contexts {
 		cancel(err)

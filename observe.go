@@ -1,6 +1,9 @@
 package redlock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventKind says what an [Event] reports.
 type EventKind int
@@ -30,6 +33,18 @@ const (
 	// event names it. Reported from the goroutine that received the
 	// answer.
 	EventNode
+	// EventWait: an Acquire call started waiting for the lock (Waiting
+	// true) or stopped waiting (Waiting false). A call waits when it must
+	// let this Client's earlier call of the same name go first, or when an
+	// attempt failed and it will try again; it stops when it returns,
+	// with the lock or without it (Err is then the Acquire's error). Each
+	// call reports at most one start and, after it, exactly one stop, so
+	// that starts minus stops is the number of calls waiting now. Start is
+	// when the wait began (in both events); End, in the stop, when it
+	// ended. A call that won or failed on its first attempt, without
+	// waiting for its turn, reports none; nor does a try-lock
+	// ([Client.TryAcquire]), which never waits.
+	EventWait
 )
 
 func (k EventKind) String() string {
@@ -44,6 +59,8 @@ func (k EventKind) String() string {
 		return "lost"
 	case EventNode:
 		return "node"
+	case EventWait:
+		return "wait"
 	}
 	return "unknown"
 }
@@ -62,6 +79,7 @@ type Event struct {
 	Until    time.Time // the local deadline after the operation (EventLost: the one in force); zero if not held
 	Attempts int       // EventAcquire: attempts made
 	Auto     bool      // EventExtend: made by the watchdog
+	Waiting  bool      // EventWait: the call started waiting (false: it stopped)
 	Err      error     // nil on success
 
 	// EventNode only: the operation (EventAcquire, EventExtend or
@@ -72,10 +90,11 @@ type Event struct {
 	Addr string
 }
 
-// observe reports e if the client has an observer.
-func (c *Client) observe(e Event) {
+// observe reports e, caused by a call with context ctx, if the client has
+// an observer.
+func (c *Client) observe(ctx context.Context, e Event) {
 	if c.opts.Observe != nil {
-		c.opts.Observe(e)
+		c.opts.Observe(ctx, e)
 	}
 }
 
@@ -83,22 +102,24 @@ func (c *Client) observe(e Event) {
 // A round has one only when the Client has an observer: without one,
 // rounds take no time stamps for it.
 type roundObserver struct {
-	c  *Client
-	ev Event // Kind, Op, Name and Start
+	c   *Client
+	ctx context.Context // the context of the call that sent the round
+	ev  Event           // Kind, Op, Name and Start
 }
 
 // newRoundObserver returns the observer of a round of op on lock name
-// starting now, or nil if nothing observes.
-func (c *Client) newRoundObserver(op EventKind, name string) *roundObserver {
+// starting now, sent by a call with context ctx, or nil if nothing
+// observes.
+func (c *Client) newRoundObserver(ctx context.Context, op EventKind, name string) *roundObserver {
 	if c.opts.Observe == nil || op == 0 {
 		return nil
 	}
-	return &roundObserver{c: c, ev: Event{Kind: EventNode, Op: op, Name: name, Start: c.clock.Now()}}
+	return &roundObserver{c: c, ctx: ctx, ev: Event{Kind: EventNode, Op: op, Name: name, Start: c.clock.Now()}}
 }
 
 // answered reports node i's answer, err its failure.
 func (o *roundObserver) answered(i int, err error) {
 	e := o.ev
 	e.Node, e.Addr, e.End, e.Err = i, o.c.nodes[i].addr, o.c.clock.Now(), err
-	o.c.opts.Observe(e)
+	o.c.opts.Observe(o.ctx, e)
 }

@@ -33,10 +33,10 @@ func sendRound[T any](ctx context.Context, c *Client, req *transport.Request, sp
 }
 
 // observed returns spec with every node's answer reported to the Client's
-// observer as one of an op round on lock name (an EventNode), if the
-// Client has an observer.
-func observed[T any](c *Client, spec *transport.Spec[T], op EventKind, name string) *transport.Spec[T] {
-	if o := c.newRoundObserver(op, name); o != nil {
+// observer as one of an op round on lock name (an EventNode) sent by a call
+// with context ctx, if the Client has an observer.
+func observed[T any](ctx context.Context, c *Client, spec *transport.Spec[T], op EventKind, name string) *transport.Spec[T] {
+	if o := c.newRoundObserver(ctx, op, name); o != nil {
 		spec.Observe = o.answered
 	}
 	return spec

@@ -43,13 +43,23 @@ type Options struct {
 	// so both keys live in one slot. Default "redlock:".
 	KeyPrefix string
 
-	// Observe, if set, is called with every acquisition, extend, release
-	// and loss of the client's locks (see [Event]), synchronously, in the
-	// goroutine that made it: the watchdog's for automatic extends, the
-	// deadline timer's for a loss at the deadline. It must return quickly
-	// and must not call the lock's methods. Default nil: nothing is
-	// reported.
-	Observe func(Event)
+	// Observe, if set, is called with every acquisition, wait, extend,
+	// release and loss of the client's locks (see [Event]), synchronously,
+	// in the goroutine that made it: the watchdog's for automatic extends,
+	// the deadline timer's for a loss at the deadline. It must return
+	// quickly and must not call the lock's methods. Default nil: nothing
+	// is reported.
+	//
+	// ctx is the context of the call that caused the event: Acquire's (or
+	// TryAcquire's, Do's, Resume's, Reenter's) for its acquire, wait and
+	// node events; Extend's and Release's for theirs. Events no call
+	// causes — the watchdog's rounds, a loss, the node answers of either —
+	// get the lock's own context: the one of the call that made the lock,
+	// without its cancellation or deadline (its values, such as a trace
+	// span, are kept for the lock's life). So an observer can put its spans
+	// in the caller's trace. The context may have ended by the time a node
+	// answers; an observer must not block on it.
+	Observe func(ctx context.Context, e Event)
 
 	// Logger, if set, receives what no call returns, at level Warn: a
 	// node's failure to delete a released key after Release returned (a
@@ -60,7 +70,9 @@ type Options struct {
 }
 
 // Client acquires locks on a fixed set of independent Redis nodes. It is
-// safe for concurrent use; create one per set of nodes and share it.
+// safe for concurrent use; create one per set of nodes with [New] and share
+// it. A Client not made by New (a zero Client, or a nil *Client) has no
+// nodes: every method that returns an error returns [ErrNotNew].
 type Client struct {
 	nodes  []node
 	links  []transport.Node // the nodes as rounds send to them, in the same order
@@ -186,8 +198,12 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 //
 // After Close, Acquire fails with [ErrClosed], and Release waits for every
 // node (or the node timeout), since no straggler could be joined. Close
-// does not close the node clients. Calling it again does nothing.
+// does not close the node clients. Calling it again does nothing. On a
+// Client not made by New it returns [ErrNotNew].
 func (c *Client) Close() error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -204,6 +220,16 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// made returns ErrNotNew if c was not made by New: a nil *Client, or a zero
+// Client (New always sets life). Every exported method that can fail calls
+// it first.
+func (c *Client) made() error {
+	if c == nil || c.life == nil {
+		return ErrNotNew
+	}
+	return nil
+}
+
 // isClosed reports whether Close has been called.
 func (c *Client) isClosed() bool { return c.closed.Load() }
 
@@ -214,11 +240,21 @@ func (c *Client) warn(msg string, args ...any) {
 	}
 }
 
-// Quorum is the number of nodes a lock needs: len(nodes)/2 + 1.
-func (c *Client) Quorum() int { return c.quorum }
+// Quorum is the number of nodes a lock needs: len(nodes)/2 + 1; 0 for a
+// Client not made by New.
+func (c *Client) Quorum() int {
+	if c.made() != nil {
+		return 0
+	}
+	return c.quorum
+}
 
-// Keys returns the lock key and the fence counter key used for name.
+// Keys returns the lock key and the fence counter key used for name; two
+// empty strings for a Client not made by New, which has no key prefix.
 func (c *Client) Keys(name string) (lockKey, fenceKey string) {
+	if c.made() != nil {
+		return "", ""
+	}
 	k := c.keys(name)
 	return k.lock, k.fence
 }

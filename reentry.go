@@ -87,7 +87,7 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 		spec.hold = spec.tag
 	}
 	ls := c.newLease(h.name, ttl, spec)
-	cl := newCall(ls)
+	cl := newCall(ctx, ls)
 	start := c.clock.Now()
 	cl.begin(1)
 	value := ls.prefix + nestedHoldValue // what cleanup matches: the hold's one attempt
@@ -95,7 +95,7 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	if ls.hold != "" {
 		req = ls.addHoldRequest()
 	}
-	r := sendRound(ctx, c, req, observed(c, &transport.Spec[int64]{
+	r := sendRound(ctx, c, req, observed(ctx, c, &transport.Spec[int64]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: int64Reply, Accept: isOne,
 		Late: func(rp transport.Reply[int64]) {
 			if ls.hold != "" && (rp.Err != nil || rp.Val == 1) && cl.lateAnswer(1, rp.Node) {
@@ -110,7 +110,7 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 		cl.win()
 		l := newLock(c, cl, h.fence, until)
 		ev.Until = until
-		c.observe(ev)
+		c.observe(ctx, ev)
 		if opts != nil && opts.AutoExtend {
 			l.startWatchdog()
 		}
@@ -135,6 +135,6 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 		cl.fail()
 	}
 	ev.Err = qerr
-	c.observe(ev)
+	c.observe(ctx, ev)
 	return nil, qerr
 }

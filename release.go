@@ -56,7 +56,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	err := errors.Join(errs...)
-	c.observe(Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
+	c.observe(ctx, Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
 	return err
 }
 
@@ -83,7 +83,7 @@ func (c *Client) releaseQuorum(ctx context.Context, cl *call) *transport.Round[i
 		late = make(chan transport.Reply[int64], len(c.nodes)) // one send per node at most: never blocks
 		spec.Late = func(rp transport.Reply[int64]) { late <- rp }
 	}
-	r := sendRound(ctx, c, ls.releaseRequest(), observed(c, spec, EventRelease, ls.name))
+	r := sendRound(ctx, c, ls.releaseRequest(), observed(ctx, c, spec, EventRelease, ls.name))
 	cl.leaveTurn()
 	var pending []int
 	for i, answered := range r.Answered {
@@ -138,7 +138,7 @@ const msgStraggler = "redlock: a node failed to delete a released lock after Rel
 // callers that must wait for them even if their ctx has ended pass one
 // without cancel.
 func (c *Client) releaseAll(ctx context.Context, cl *call) {
-	sendRound(ctx, c, cl.ls.releaseRequest(), observed(c, &transport.Spec[int64]{
+	sendRound(ctx, c, cl.ls.releaseRequest(), observed(ctx, c, &transport.Spec[int64]{
 		PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted, Queued: &cl.releaseQueued},
 		EventRelease, cl.ls.name))
 }

@@ -68,7 +68,7 @@ func TestResumeFromSecondClient(t *testing.T) {
 // knows the name but not the token would make it.
 func forged(c *Client, name string, ttl time.Duration, reent bool) *Lock {
 	ls := c.newLease(name, ttl, leaseSpec{fenced: true, reentrant: reent})
-	return newLock(c, newCall(ls), 1, time.Now().Add(ttl))
+	return newLock(c, newCall(context.Background(), ls), 1, time.Now().Add(ttl))
 }
 
 func TestResumeWrongTokenRejected(t *testing.T) {
@@ -134,7 +134,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 func TestReentrantEventsTellHoldsApart(t *testing.T) {
 	var mu sync.Mutex
 	holds := map[EventKind][]string{}
-	c := newTestClient(t, nodes(t, 1), &Options{NodeTimeout: time.Second, Observe: func(e Event) {
+	c := newTestClient(t, nodes(t, 1), &Options{NodeTimeout: time.Second, Observe: func(_ context.Context, e Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		holds[e.Kind] = append(holds[e.Kind], e.Hold)

@@ -17,20 +17,25 @@ type turns struct {
 }
 
 // enter joins key's queue and waits until it is this call's turn or ctx
-// ends. On success the caller must call leave exactly once (it is
-// idempotent): when its Acquire failed, or when its lock has ended.
-func (t *turns) enter(ctx context.Context, key string) (leave func(), err error) {
+// ends; if the turn is not the call's at once, it calls waiting (if not
+// nil) before it waits. On success the caller must call leave exactly once
+// (it is idempotent): when its Acquire failed, or when its lock has ended.
+func (t *turns) enter(ctx context.Context, key string, waiting func()) (leave func(), err error) {
 	ch := make(chan struct{}, 1)
 	t.mu.Lock()
 	if t.queues == nil {
 		t.queues = map[string][]chan struct{}{}
 	}
 	q := t.queues[key]
-	if len(q) == 0 {
+	first := len(q) == 0
+	if first {
 		ch <- struct{}{}
 	}
 	t.queues[key] = append(q, ch)
 	t.mu.Unlock()
+	if !first && waiting != nil {
+		waiting()
+	}
 
 	var once sync.Once
 	leave = func() { once.Do(func() { t.leave(key, ch) }) }

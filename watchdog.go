@@ -6,9 +6,11 @@ import (
 )
 
 // startWatchdog extends the lock by its TTL every TTL/3 until it ends, in a
-// goroutine the Client owns. Release and Client.Close stop it.
+// goroutine the Client owns. Release and Client.Close stop it. Its rounds
+// run under the lock's own context, ended by Close or stop, so that their
+// events carry the values of the call that made the lock.
 func (l *Lock) startWatchdog() {
-	ctx, stop := context.WithCancel(l.c.life)
+	ctx, stop := l.c.untilClosed(l.ownContext())
 	l.stopWatch, l.watchDone = stop, make(chan struct{})
 	l.c.goes.Go(func() {
 		defer close(l.watchDone)
@@ -49,7 +51,7 @@ func (l *Lock) watch(ctx context.Context) {
 		}
 		out, ev, err := l.extendRound(ctx, ttl)
 		ev.Auto = true
-		l.c.observe(ev)
+		l.c.observe(l.ownContext(), ev)
 		<-l.extendTurn
 		switch {
 		case err == nil:

@@ -38,23 +38,38 @@
 //	                                               index), redlock.node.address, redlock.operation
 //	                                               (acquire, extend, release); outcome: ok, error
 //	redlock.node.errors       counter, {error}     those round trips that failed (outcome: error)
+//	redlock.held              updowncounter, {lock} locks held now: +1 when Acquire (Resume,
+//	                                               Reenter) returns one, -1 at its release or at
+//	                                               its loss (a Release after the loss does not
+//	                                               count it again); a failed Acquire never counts
+//	redlock.waiting           updowncounter, {call} Acquire calls waiting now ([redlock.EventWait]):
+//	                                               +1 when a call starts waiting (for its turn or
+//	                                               after a failed attempt), -1 when it returns,
+//	                                               with the lock or without it
+//
+// The two gauges are UpDownCounters, not observable gauges: each event
+// moves them, and they have no redlock.outcome. With [WithLockName] they
+// are per lock name, and a name's series stays (at 0) once its locks are
+// gone; without it each is one series for the whole client.
 //
 // # Spans
 //
-// One lock's life is one trace: a redlock.acquire span (Acquire's call to
-// return; status Error when it failed), then for an acquired lock a
-// redlock.hold span, its child, from Acquire's return to the end of Release
-// or to the loss. The hold span carries the children redlock.extend (each
-// Extend call) and redlock.release, an event redlock.extend.failed for each
-// failed watchdog round, and an event redlock.lost with status Error when
-// the lock is lost. A failed Acquire's span is the whole trace. Attributes:
+// The spans join the caller's trace: each starts from the context the
+// client passes to the observer, the context of the call that caused it
+// ([redlock.Options].Observe). A redlock.acquire span (Acquire's call to
+// return; status Error when it failed) is a child of the span in Acquire's
+// context; for an acquired lock a redlock.hold span, the acquire span's
+// child, runs from Acquire's return to the end of Release or to the loss.
+// A redlock.extend span (each Extend call) and a redlock.release span are
+// children of the span in their call's context, linked to the hold span;
+// without a span there, children of the hold span. The hold span carries an
+// event redlock.extend.failed for each failed watchdog round, and an event
+// redlock.lost with status Error when the lock is lost. Without a span in
+// Acquire's context, a lock's life is a trace of its own. Attributes:
 // redlock.lock.name, redlock.attempts, redlock.fence (when fenced),
 // redlock.outcome, redlock.auto, and with [WithOwnerID] redlock.owner_id.
 // Node answers ([redlock.EventNode]) are metrics only: there are several per
 // operation.
-//
-// The [redlock.Event] carries no context, so these spans do not join the
-// caller's trace; they are roots.
 //
 // # Secrets
 //

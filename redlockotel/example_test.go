@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	observe := redlockotel.Chain(obs.Observe, func(e redlock.Event) { fmt.Println("event:", e.Kind) })
+	observe := redlockotel.Chain(obs.Observe, func(_ context.Context, e redlock.Event) { fmt.Println("event:", e.Kind) })
 	// client, err := redlock.New(nodes, &redlock.Options{Observe: observe})
 
 	t0 := time.Now()
@@ -29,8 +29,8 @@ func Example() {
 	acquire, release := lock, lock
 	acquire.Kind, acquire.Start, acquire.End, acquire.Attempts = redlock.EventAcquire, t0, t0.Add(5*time.Millisecond), 1
 	release.Kind, release.Start, release.End = redlock.EventRelease, t0.Add(2*time.Second), t0.Add(2005*time.Millisecond)
-	observe(acquire)
-	observe(release)
+	observe(context.Background(), acquire)
+	observe(context.Background(), release)
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -56,6 +56,7 @@ func Example() {
 	// event: release
 	// redlock.acquire.attempts [{attempt}]: 1
 	// redlock.acquire.duration [s]: 0.005
+	// redlock.held [{lock}]: 0
 	// redlock.hold.duration [s]: 2.000
 	// redlock.releases [{release}]: 1
 }

@@ -25,13 +25,12 @@ var nodeBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.0
 // nodeAnswered records one node's answer to one round trip
 // ([redlock.EventNode]): its latency, and a failure in the error counter.
 // Node events make no spans: there are several per operation.
-func (o *Observer) nodeAnswered(e redlock.Event) {
+func (o *Observer) nodeAnswered(ctx context.Context, e redlock.Event) {
 	outcome := outcomeOK
 	if e.Err != nil {
 		outcome = outcomeError
 	}
 	attrs := o.metricAttrs(e, outcome, keyNode.Int(e.Node), keyNodeAddr.String(e.Addr), keyOperation.String(e.Op.String()))
-	ctx := context.Background()
 	o.nodeDuration.Record(ctx, e.End.Sub(e.Start).Seconds(), attrs)
 	if e.Err != nil {
 		o.nodeErrors.Add(ctx, 1, attrs)

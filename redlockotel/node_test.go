@@ -1,6 +1,7 @@
 package redlockotel
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -26,7 +27,7 @@ func TestOTelNodeMetrics(t *testing.T) {
 		node(redlock.EventRelease, 1, "10.0.0.2:6379", 150, nil), // a late answer
 		node(redlock.EventExtend, 0, "10.0.0.1:6379", 1, nil),
 	} {
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	got := h.metrics(t)
 	series := func(node, addr, op, outcome string) string {

@@ -66,6 +66,8 @@ type Observer struct {
 	untracked       metric.Int64Counter
 	nodeDuration    metric.Float64Histogram
 	nodeErrors      metric.Int64Counter
+	heldNow         metric.Int64UpDownCounter
+	waitingNow      metric.Int64UpDownCounter
 
 	mu   sync.Mutex      // protects held
 	held map[string]hold // the acquired locks being timed, by holdKey (kept in memory only, until release or loss)
@@ -84,7 +86,7 @@ func New(opts ...Option) (*Observer, error) {
 	o := &Observer{cfg: newConfig(opts), held: make(map[string]hold)}
 	o.tracer = o.cfg.tracers.Tracer(ScopeName)
 	m := o.cfg.meters.Meter(ScopeName)
-	var errs [9]error
+	var errs [11]error
 	o.acquireDuration, errs[0] = m.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of Acquire calls, from call to return."),
 		metric.WithExplicitBucketBoundaries(acquireBuckets...))
@@ -107,35 +109,42 @@ func New(opts ...Option) (*Observer, error) {
 		metric.WithExplicitBucketBoundaries(nodeBuckets...))
 	o.nodeErrors, errs[8] = m.Int64Counter("redlock.node.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Round trips to a node that failed (an error, not a refusal)."))
+	o.heldNow, errs[9] = m.Int64UpDownCounter("redlock.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks held now: +1 when Acquire returns one, -1 at its release or loss."))
+	o.waitingNow, errs[10] = m.Int64UpDownCounter("redlock.waiting", metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls waiting now: +1 when a call starts waiting, -1 when it returns."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("redlock: redlockotel: creating instruments (check the meter provider): %w", err)
 	}
 	return o, nil
 }
 
-// Observe records e. Pass it as [redlock.Options].Observe; see [Chain] to
-// combine it with another observer. It does not block on I/O (the
-// providers' exporters run on their own) and never keeps e.Token past the
-// lock's release or loss.
-func (o *Observer) Observe(e redlock.Event) {
+// Observe records e, caused by a call with context ctx: its spans are
+// started from ctx, so they join the caller's trace. Pass it as
+// [redlock.Options].Observe; see [Chain] to combine it with another
+// observer. It does not block on I/O (the providers' exporters run on their
+// own) and never keeps e.Token past the lock's release or loss.
+func (o *Observer) Observe(ctx context.Context, e redlock.Event) {
 	switch e.Kind {
 	case redlock.EventAcquire:
-		o.acquired(e)
+		o.acquired(ctx, e)
 	case redlock.EventExtend:
-		o.extended(e)
+		o.extended(ctx, e)
 	case redlock.EventRelease:
-		o.released(e)
+		o.released(ctx, e)
 	case redlock.EventLost:
-		o.lost(e)
+		o.lost(ctx, e)
 	case redlock.EventNode:
-		o.nodeAnswered(e)
+		o.nodeAnswered(ctx, e)
+	case redlock.EventWait:
+		o.waited(ctx, e)
 	}
 }
 
 // Chain returns an observe func that calls each non-nil fn in order, for
 // [redlock.Options].Observe; nil if there is none.
-func Chain(fns ...func(redlock.Event)) func(redlock.Event) {
-	var live []func(redlock.Event)
+func Chain(fns ...func(context.Context, redlock.Event)) func(context.Context, redlock.Event) {
+	var live []func(context.Context, redlock.Event)
 	for _, fn := range fns {
 		if fn != nil {
 			live = append(live, fn)
@@ -147,9 +156,9 @@ func Chain(fns ...func(redlock.Event)) func(redlock.Event) {
 	case 1:
 		return live[0]
 	}
-	return func(e redlock.Event) {
+	return func(ctx context.Context, e redlock.Event) {
 		for _, fn := range live {
-			fn(e)
+			fn(ctx, e)
 		}
 	}
 }
@@ -175,15 +184,20 @@ func (o *Observer) spanAttrs(e redlock.Event) []attribute.KeyValue {
 	return kv
 }
 
-// span records one operation of e from e.Start to e.End, under parent if
-// not nil.
-func (o *Observer) span(parent trace.Span, name string, e redlock.Event, more ...attribute.KeyValue) trace.Span {
-	ctx := context.Background()
-	if parent != nil {
-		ctx = trace.ContextWithSpan(ctx, parent)
+// span records one operation of e from e.Start to e.End. Its parent is the
+// caller's span, the one in ctx; without one, hold (if not nil), the lock's
+// hold span. A span under the caller's is linked to hold, so that the
+// lock's life can still be followed from it.
+func (o *Observer) span(ctx context.Context, hold trace.Span, name string, e redlock.Event, more ...attribute.KeyValue) trace.Span {
+	opts := []trace.SpanStartOption{trace.WithTimestamp(e.Start), trace.WithAttributes(append(o.spanAttrs(e), more...)...)}
+	if hold != nil {
+		if caller := trace.SpanContextFromContext(ctx); !caller.IsValid() {
+			ctx = trace.ContextWithSpan(ctx, hold)
+		} else if hc := hold.SpanContext(); !hc.Equal(caller) {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: hc}))
+		}
 	}
-	_, s := o.tracer.Start(ctx, name, trace.WithTimestamp(e.Start),
-		trace.WithAttributes(append(o.spanAttrs(e), more...)...))
+	_, s := o.tracer.Start(ctx, name, opts...)
 	setErr(s, e.Err)
 	s.End(trace.WithTimestamp(e.End))
 	return s
@@ -196,16 +210,16 @@ func setErr(s trace.Span, err error) {
 	}
 }
 
-func (o *Observer) acquired(e redlock.Event) {
+func (o *Observer) acquired(ctx context.Context, e redlock.Event) {
 	outcome := acquireOutcome(e.Err)
-	ctx := context.Background()
 	attrs := o.metricAttrs(e, outcome)
 	o.acquireDuration.Record(ctx, e.End.Sub(e.Start).Seconds(), attrs)
 	o.acquireAttempts.Record(ctx, int64(e.Attempts), attrs)
-	s := o.span(nil, "redlock.acquire", e, keyAttempts.Int(e.Attempts), keyOutcome.String(outcome))
+	s := o.span(ctx, nil, "redlock.acquire", e, keyAttempts.Int(e.Attempts), keyOutcome.String(outcome))
 	if e.Err != nil || e.Token == "" {
 		return
 	}
+	o.heldNow.Add(ctx, 1, o.gaugeAttrs(e))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.held) >= o.cfg.maxHeld {
@@ -233,9 +247,9 @@ func acquireOutcome(err error) string {
 	return outcomeError
 }
 
-func (o *Observer) extended(e redlock.Event) {
+func (o *Observer) extended(ctx context.Context, e redlock.Event) {
 	outcome := extendOutcome(e)
-	o.extends.Add(context.Background(), 1, o.metricAttrs(e, outcome, keyAuto.Bool(e.Auto)))
+	o.extends.Add(ctx, 1, o.metricAttrs(e, outcome, keyAuto.Bool(e.Auto)))
 	if e.Auto && e.Err == nil {
 		return // the watchdog's routine rounds: counted, not traced
 	}
@@ -247,7 +261,7 @@ func (o *Observer) extended(e redlock.Event) {
 			keyOutcome.String(outcome), attribute.String("exception.message", e.Err.Error())))
 		return
 	}
-	o.span(h.span, "redlock.extend", e, keyAuto.Bool(e.Auto), keyOutcome.String(outcome))
+	o.span(ctx, h.span, "redlock.extend", e, keyAuto.Bool(e.Auto), keyOutcome.String(outcome))
 }
 
 // extendOutcome classifies an extend round. A failed Extend call always
@@ -264,7 +278,7 @@ func extendOutcome(e redlock.Event) string {
 	return outcomeFailed
 }
 
-func (o *Observer) released(e redlock.Event) {
+func (o *Observer) released(ctx context.Context, e redlock.Event) {
 	outcome := outcomeReleased
 	switch {
 	case errors.Is(e.Err, redlock.ErrLost):
@@ -272,16 +286,21 @@ func (o *Observer) released(e redlock.Event) {
 	case e.Err != nil:
 		outcome = outcomeError
 	}
-	o.releases.Add(context.Background(), 1, o.metricAttrs(e, outcome))
+	o.releases.Add(ctx, 1, o.metricAttrs(e, outcome))
+	if outcome != outcomeLost {
+		// A lost lock left the gauge at its loss (EventLost comes first).
+		o.heldNow.Add(ctx, -1, o.gaugeAttrs(e))
+	}
 	h, ok := o.take(holdKey(e))
-	o.span(h.span, "redlock.release", e, keyOutcome.String(outcome))
+	o.span(ctx, h.span, "redlock.release", e, keyOutcome.String(outcome))
 	if ok {
-		o.endHold(e, h, outcomeReleased)
+		o.endHold(ctx, e, h, outcomeReleased)
 	}
 }
 
-func (o *Observer) lost(e redlock.Event) {
-	o.losses.Add(context.Background(), 1, o.metricAttrs(e, outcomeLost))
+func (o *Observer) lost(ctx context.Context, e redlock.Event) {
+	o.losses.Add(ctx, 1, o.metricAttrs(e, outcomeLost))
+	o.heldNow.Add(ctx, -1, o.gaugeAttrs(e))
 	h, ok := o.take(holdKey(e))
 	if !ok {
 		return
@@ -295,7 +314,26 @@ func (o *Observer) lost(e redlock.Event) {
 	h.span.AddEvent("redlock.lost", trace.WithTimestamp(e.End),
 		trace.WithAttributes(attribute.String("exception.message", msg)))
 	h.span.SetStatus(codes.Error, msg)
-	o.endHold(e, h, outcomeLost)
+	o.endHold(ctx, e, h, outcomeLost)
+}
+
+// waited counts a call that started or stopped waiting in redlock.waiting.
+func (o *Observer) waited(ctx context.Context, e redlock.Event) {
+	d := int64(-1)
+	if e.Waiting {
+		d = 1
+	}
+	o.waitingNow.Add(ctx, d, o.gaugeAttrs(e))
+}
+
+// gaugeAttrs are the attributes of redlock.held and redlock.waiting: the
+// lock name if asked for, and no outcome (a gauge counts what is, not how
+// it ended).
+func (o *Observer) gaugeAttrs(e redlock.Event) metric.MeasurementOption {
+	if o.cfg.lockName {
+		return metric.WithAttributes(keyName.String(e.Name))
+	}
+	return metric.WithAttributes()
 }
 
 // holdKey names the lock of e among those being timed: its token, and its
@@ -314,8 +352,8 @@ func (o *Observer) take(key string) (hold, bool) {
 	return h, ok
 }
 
-func (o *Observer) endHold(e redlock.Event, h hold, outcome string) {
-	o.holdDuration.Record(context.Background(), e.End.Sub(h.start).Seconds(), o.metricAttrs(e, outcome))
+func (o *Observer) endHold(ctx context.Context, e redlock.Event, h hold, outcome string) {
+	o.holdDuration.Record(ctx, e.End.Sub(h.start).Seconds(), o.metricAttrs(e, outcome))
 	h.span.SetAttributes(keyOutcome.String(outcome))
 	h.span.End(trace.WithTimestamp(e.End))
 }

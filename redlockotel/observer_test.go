@@ -77,8 +77,8 @@ func (h *harness) metrics(t testing.TB) map[string]map[string]point {
 					series[enc(dp.Attributes)] = point{dp.Count, float64(dp.Sum)}
 				}
 			case metricdata.Sum[int64]:
-				if !d.IsMonotonic {
-					t.Errorf("%s is not monotonic; want a counter", m.Name)
+				if gauge := gauges[m.Name]; d.IsMonotonic == gauge {
+					t.Errorf("%s: monotonic %v; want %v", m.Name, d.IsMonotonic, !gauge)
 				}
 				for _, dp := range d.DataPoints {
 					series[enc(dp.Attributes)] = point{uint64(dp.Value), float64(dp.Value)}
@@ -91,6 +91,10 @@ func (h *harness) metrics(t testing.TB) map[string]map[string]point {
 	}
 	return out
 }
+
+// gauges are the instruments that go up and down (UpDownCounters); every
+// other sum is a counter.
+var gauges = map[string]bool{"redlock.held": true, "redlock.waiting": true}
 
 func enc(s attribute.Set) string { return s.Encoded(attribute.DefaultEncoder()) }
 
@@ -150,7 +154,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestOTelMetrics(t *testing.T) {
 	h := newHarness(t)
 	for _, e := range lifecycle() {
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	got := h.metrics(t)
 	want := map[string]map[string]point{
@@ -180,6 +184,8 @@ func TestOTelMetrics(t *testing.T) {
 		},
 		"redlock.losses":   {"redlock.outcome=lost": {1, 1}},
 		"redlock.releases": {"redlock.outcome=released": {1, 1}, "redlock.outcome=lost": {1, 1}},
+		// Both locks ended: the lost one counted down once, at its loss.
+		"redlock.held": {"": {0, 0}},
 	}
 	for name, series := range want {
 		if len(got[name]) != len(series) {
@@ -205,7 +211,7 @@ func TestOTelMetricsLockNameOptIn(t *testing.T) {
 		}
 		h := newHarness(t, opts...)
 		for _, e := range lifecycle() {
-			h.obs.Observe(e)
+			h.obs.Observe(context.Background(), e)
 		}
 		for name, series := range h.metrics(t) {
 			for attrs := range series {
@@ -221,7 +227,7 @@ func TestOTelSpans(t *testing.T) {
 	h := newHarness(t)
 	events := lifecycle()
 	for _, e := range events {
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	spans := h.spans.Ended()
 	var names []string
@@ -353,7 +359,7 @@ func TestOTelTokenNeverRecorded(t *testing.T) {
 		}
 		h := newHarness(t, opts...)
 		for _, e := range lifecycle() {
-			h.obs.Observe(e)
+			h.obs.Observe(context.Background(), e)
 		}
 		all := h.everything(t)
 		for _, tok := range []string{"tok-a", "tok-b"} {
@@ -374,13 +380,13 @@ func TestOTelTokenNeverRecorded(t *testing.T) {
 func cycle(obs *Observer, token string, lose bool) {
 	e := redlock.Event{Name: "n", Token: token, Fence: 1, Start: t0, End: t0.Add(ms), Until: t0.Add(time.Second), Attempts: 1}
 	e.Kind = redlock.EventAcquire
-	obs.Observe(e)
+	obs.Observe(context.Background(), e)
 	if lose {
 		e.Kind, e.Err = redlock.EventLost, redlock.ErrLost
-		obs.Observe(e)
+		obs.Observe(context.Background(), e)
 	}
 	e.Kind = redlock.EventRelease
-	obs.Observe(e)
+	obs.Observe(context.Background(), e)
 }
 
 func (o *Observer) tracked() int {
@@ -395,7 +401,7 @@ func TestOTelHoldMapBounded(t *testing.T) {
 		return redlock.Event{Kind: redlock.EventAcquire, Name: "n", Token: tok, Start: t0, End: t0.Add(ms), Attempts: 1}
 	}
 	for i := range 5 {
-		h.obs.Observe(acq(fmt.Sprint("held-", i)))
+		h.obs.Observe(context.Background(), acq(fmt.Sprint("held-", i)))
 	}
 	// Control: held locks are tracked, up to the bound.
 	if n := h.obs.tracked(); n != 3 {
@@ -407,7 +413,7 @@ func TestOTelHoldMapBounded(t *testing.T) {
 	for i := range 5 { // the untracked ones' releases are harmless
 		e := acq(fmt.Sprint("held-", i))
 		e.Kind = redlock.EventRelease
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	for i := range 100 {
 		cycle(h.obs, fmt.Sprint("tok-", i), i%2 == 0)
@@ -426,13 +432,13 @@ func TestOTelUntrackedSpans(t *testing.T) {
 	tracked := redlock.Event{Kind: redlock.EventAcquire, Name: "n", Token: "tok-1", Start: t0, End: t0.Add(ms), Until: t0.Add(time.Second), Attempts: 1}
 	untracked := tracked
 	untracked.Token = "tok-2"
-	h.obs.Observe(tracked)
-	h.obs.Observe(untracked)
+	h.obs.Observe(context.Background(), tracked)
+	h.obs.Observe(context.Background(), untracked)
 	for _, e := range []redlock.Event{tracked, untracked} {
 		e.Kind, e.Auto, e.Err, e.Start, e.End = redlock.EventExtend, true, errNoQuorum, t0.Add(300*ms), t0.Add(400*ms)
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 		e.Kind, e.Auto, e.Err, e.Until = redlock.EventLost, false, redlock.ErrLost, time.Time{}
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	var got []string
 	for _, s := range h.spans.Ended() {
@@ -528,11 +534,11 @@ func TestOTelChain(t *testing.T) {
 		t.Errorf("Chain of no funcs is not nil")
 	}
 	var got []string
-	rec := func(tag string) func(redlock.Event) {
-		return func(e redlock.Event) { got = append(got, tag+":"+e.Kind.String()) }
+	rec := func(tag string) func(context.Context, redlock.Event) {
+		return func(_ context.Context, e redlock.Event) { got = append(got, tag+":"+e.Kind.String()) }
 	}
 	fn := Chain(rec("a"), nil, rec("b"))
-	fn(redlock.Event{Kind: redlock.EventRelease})
+	fn(context.Background(), redlock.Event{Kind: redlock.EventRelease})
 	if s := strings.Join(got, " "); s != "a:release b:release" {
 		t.Errorf("Chain called %q; want %q", s, "a:release b:release")
 	}

@@ -1,6 +1,7 @@
 package redlockotel
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestOTelNestedHoldsShareToken(t *testing.T) {
 		ev(redlock.EventRelease, "nested", 4*ms, 5*ms),
 		ev(redlock.EventRelease, "", 6*ms, 7*ms),
 	} {
-		h.obs.Observe(e)
+		h.obs.Observe(context.Background(), e)
 	}
 	var holds []time.Time
 	for _, s := range h.spans.Ended() {

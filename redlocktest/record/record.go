@@ -14,6 +14,7 @@
 package record
 
 import (
+	"context"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,18 +56,18 @@ func (c Client) Options(opts *redlock.Options) *redlock.Options {
 		o = *opts
 	}
 	user := o.Observe
-	o.Observe = func(e redlock.Event) {
-		c.Observe(e)
+	o.Observe = func(ctx context.Context, e redlock.Event) {
+		c.Observe(ctx, e)
 		if user != nil {
-			user(e)
+			user(ctx, e)
 		}
 	}
 	return &o
 }
 
 // Observe records e: it is the Observe that Options installs, for code that
-// chains observers itself.
-func (c Client) Observe(e redlock.Event) {
+// chains observers itself. It does not use ctx.
+func (c Client) Observe(_ context.Context, e redlock.Event) {
 	ev := history.Event{Client: c.name, Lock: e.Name, Token: e.Token, Fence: e.Fence,
 		Start: c.stamp(e.Start), At: c.stamp(e.End)}
 	switch e.Kind {

@@ -26,7 +26,7 @@ func TestRecord(t *testing.T) {
 	defer cancel()
 	rec := history.NewRecorder()
 	var observed atomic.Int64
-	user := func(redlock.Event) { observed.Add(1) } // the user's own observer still runs
+	user := func(context.Context, redlock.Event) { observed.Add(1) } // the user's own observer still runs
 	c1, err := record.As(rec, "c1").New(cl.Clients(), &redlock.Options{Observe: user})
 	if err != nil {
 		t.Fatal(err)
