@@ -41,12 +41,13 @@ type keys struct {
 	fence      string // <lock>:fence: the fence counter, never deleted
 	queue      string // <lock>:q: the waiting order, by priority (queue.go)
 	queueTimes string // <lock>:qt: the same entries, by expiry
+	meta       string // <lock>:meta: a plain lock's metadata, "<token>:<text>", expiring with it
 	channel    string // <prefix>released:<lock>: where releases are announced
 }
 
 // appendKeys appends to b, in one string, everything keys holds:
 //
-//	<p>released:<p>{name}:fence<p>{name}:qt
+//	<p>released:<p>{name}:fence<p>{name}:qt<p>{name}:meta
 //
 // where <p> is the key prefix (the channel ends with the lock key, which the
 // fence key extends; the queue key is the start of the queue times key), and
@@ -62,18 +63,21 @@ func appendKeys(b []byte, prefix, name string) ([]byte, keyEnds) {
 	e.queue0 = len(b)
 	b = append(b, b[e.lock0:e.lock1]...)
 	b = append(b, ":qt"...)
+	e.meta0 = len(b)
+	b = append(b, b[e.lock0:e.lock1]...)
+	b = append(b, ":meta"...)
 	e.end = len(b)
 	return b, e
 }
 
 // keyEnds are the offsets appendKeys wrote the keys at.
-type keyEnds struct{ lock0, lock1, queue0, end int }
+type keyEnds struct{ lock0, lock1, queue0, meta0, end int }
 
 // keysIn returns the keys that appendKeys wrote at the start of s.
 func (e keyEnds) keysIn(s string) keys {
 	kl := e.lock1 - e.lock0
 	return keys{channel: s[:e.lock1], lock: s[e.lock0:e.lock1], fence: s[e.lock0:e.queue0],
-		queue: s[e.queue0 : e.queue0+kl+2], queueTimes: s[e.queue0:e.end]}
+		queue: s[e.queue0 : e.queue0+kl+2], queueTimes: s[e.queue0:e.meta0], meta: s[e.meta0:e.end]}
 }
 
 // keysOf returns the keys of name under prefix.
@@ -193,9 +197,10 @@ func (ls *lease) fenceRequest(fence string) *transport.Request {
 	return transport.NewRequest(fenceScript, []string{ls.keys.fence}, fence)
 }
 
-// inspectRequest reads name's lock, holds and counter (read only).
+// inspectRequest reads name's lock, holds, counter and the first
+// MaxInspectWaiters waiters of its queue (read only).
 func inspectRequest(k keys) *transport.Request {
-	return transport.NewRequest(inspectScript, []string{k.lock, k.fence})
+	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
 }
 
 // forceRequest deletes name's lock whoever holds it, keeping the counter
