@@ -133,25 +133,35 @@ func (ls *lease) acquireRequest(w place, value string) *transport.Request {
 	keys := []string{k.lock, k.fence, k.queue, k.queueTimes}
 	reentrant := ls.hold != ""
 	switch {
+	case ls.meta != "" && !reentrant: // the plain form with metadata: its key is KEYS[5]
+		member, priority, qttl := "", "", ""
+		if w.mode == queueWait {
+			member, priority, qttl = w.member, w.priority, queueTTLArg
+		}
+		return transport.NewRequest(acquireScript, append(keys, k.meta), value, ls.ttlArg, ls.fenceArg, w.mode, member, priority, qttl, ls.metaArg)
 	case w.mode == queueWait && reentrant:
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.meta)
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.metaArg)
 	case w.mode == queueWait:
 		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg)
 	case w.mode == queueTry && reentrant: // never queues: needs no entry of its own
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.meta)
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.metaArg)
 	case w.mode == queueTry:
 		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
 	case reentrant:
-		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.meta)
+		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.metaArg)
 	}
 	return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
 }
 
 // extendRequest extends ls's lease to ttlArg ms (plain), or its hold
 // (re-entrant), on a node that still holds it; the node answers 1 when it
-// did. Either way a key that lives longer keeps its expiry.
+// did. Either way a key that lives longer keeps its expiry. A plain lease
+// with metadata extends its meta key with the lock key.
 func (ls *lease) extendRequest(ttlArg string) *transport.Request {
-	if ls.hold == "" {
+	switch {
+	case ls.hold == "" && ls.meta != "":
+		return transport.NewRequest(extendScript, []string{ls.keys.lock, ls.keys.meta}, ls.prefix, ttlArg)
+	case ls.hold == "":
 		return transport.NewRequest(extendScript, []string{ls.keys.lock}, ls.prefix, ttlArg)
 	}
 	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0")
@@ -164,11 +174,12 @@ func (ls *lease) addHoldRequest() *transport.Request {
 
 // releaseRequest deletes ls's key (any attempt's value of its call) or, in
 // the re-entrant form, its hold and the key with the last hold, and
-// announces the release to waiters.
+// announces the release to waiters. A plain lock's meta key goes with it
+// (in the same DEL), whichever share releases.
 func (ls *lease) releaseRequest() *transport.Request {
 	k := ls.keys
 	if ls.hold == "" {
-		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, ls.prefix, k.channel)
+		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, ls.prefix, k.channel)
 	}
 	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, k.channel, "")
 }
@@ -179,7 +190,7 @@ func (ls *lease) releaseRequest() *transport.Request {
 func (ls *lease) cleanupRequest(value string) *transport.Request {
 	k := ls.keys
 	if ls.hold == "" {
-		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, value, k.channel)
+		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, value, k.channel)
 	}
 	attempt := strings.TrimPrefix(value, ls.prefix)
 	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, "", attempt)
@@ -203,8 +214,8 @@ func inspectRequest(k keys) *transport.Request {
 	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
 }
 
-// forceRequest deletes name's lock whoever holds it, keeping the counter
-// and the queue, and wakes the queue's head.
+// forceRequest deletes name's lock (and a plain lock's meta key) whoever
+// holds it, keeping the counter and the queue, and wakes the queue's head.
 func forceRequest(k keys) *transport.Request {
-	return transport.NewRequest(forceScript, []string{k.lock, k.queue, k.queueTimes}, k.channel)
+	return transport.NewRequest(forceScript, []string{k.lock, k.queue, k.queueTimes, k.meta}, k.channel)
 }
