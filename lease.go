@@ -48,7 +48,7 @@ func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease
 	if spec.fenced {
 		ls.fenceArg = "1"
 	}
-	var buf [256]byte
+	var buf [352]byte // room for the keys and token of a name up to about 85 bytes under the default prefix
 	b, ends := appendKeys(buf[:0], c.opts.KeyPrefix, name)
 	t0 := len(b)
 	if spec.token == "" {
