@@ -142,6 +142,10 @@ func TestACLMinimalUser(t *testing.T) {
 		}
 		return queued >= 2 && subscribed >= 2
 	})
+	// Inspect reads the queue with the minimal user's commands.
+	if st, err := c.Inspect(t.Context(), name); err != nil || st.Depth != 1 || st.Head == nil || st.Head.Client != other.waker.id {
+		t.Errorf("Inspect of the queue as the minimal user = %+v, %v; want the waiter at the head", st, err)
+	}
 	// Listen as admin too, to see the notices the user's release publishes.
 	var subs []*redis.PubSub
 	for i, a := range admin {

@@ -50,8 +50,12 @@ type AcquireOptions struct {
 
 	// Metadata is a short text stored with the lock for whoever inspects
 	// it ([Client.Inspect], redlock status): a host, a pid, a job id. At
-	// most [MaxMetadataLen] bytes of UTF-8. It is kept in the re-entrant
-	// form's hash, so setting it makes the lock re-entrant too.
+	// most [MaxMetadataLen] bytes of UTF-8. It does not change the lock's
+	// form: the re-entrant form keeps it in its hash, the plain form in a
+	// key of its own beside the lock key, written with it and expiring
+	// with it. A call with Metadata is not granted the lock by a release
+	// while it waits: it takes the lock with its next attempt, which
+	// writes the metadata with it.
 	Metadata string
 }
 
@@ -109,7 +113,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	_, retries := o.Retry(1)
 	octx := ctx // the caller's: the events' context
 	a := &acquisition{c: c, retry: o.Retry, try: !retries}
-	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant || o.Metadata != "", meta: o.Metadata})
+	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant, meta: o.Metadata})
 	parts := new(callParts)
 	a.cl, a.w = &parts.cl, &parts.w
 	a.cl.ls, a.cl.ctx, a.cl.leaveTurn = ls, octx, func() {}

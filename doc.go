@@ -89,9 +89,12 @@
 // keeps the key until that hold is released or the TTL ends. Re-entry and
 // resume keep the fence; a resumed lock's deadline counts from its own
 // round with the nodes. A plain lock (the default, a string) and a
-// re-entrant one on the same name exclude each other. [Client.Inspect]
-// reads a lock on every node, [Client.ForceRelease] breaks it (dangerous),
-// and [Client.Do] runs a function under it.
+// re-entrant one on the same name exclude each other. [AcquireOptions].Metadata
+// keeps a plain lock plain: its text lives in a key beside the lock key,
+// written, extended and deleted with it. [Client.Inspect] reads a lock on
+// every node, with its holder's metadata and who waits in its queue, for
+// how long; [Client.ForceRelease] breaks it (dangerous), and [Client.Do]
+// runs a function under it.
 //
 // # Where the safety ends
 //

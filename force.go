@@ -16,6 +16,7 @@ type Broken struct {
 	Deleted   bool   // a lock key was there and is gone
 	Token     string // the token it held, when Deleted
 	Reentrant bool   // it was a re-entrant lock, when Deleted
+	Metadata  string // its holder's metadata, when Deleted
 }
 
 // ForceRelease deletes the lock name on every node, whoever holds it:
@@ -45,7 +46,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	out := make([]Broken, len(c.nodes))
 	errs := nodeErrorsOf(c, r, c.opts.NodeTimeout, func(v []any) error {
-		if len(v) != 2 {
+		if len(v) != 3 {
 			return fmt.Errorf("unexpected reply %v from the force-release script", v)
 		}
 		return nil
@@ -58,6 +59,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 		}
 		kind, _ := r.Replies[i].Val[0].(string)
 		b.Token, _ = r.Replies[i].Val[1].(string)
+		b.Metadata, _ = r.Replies[i].Val[2].(string)
 		b.Deleted, b.Reentrant = kind != "none", kind == "reentrant"
 	}
 	var failed []error

@@ -1,10 +1,13 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/transport"
@@ -27,6 +30,37 @@ type NodeState struct {
 	Holds     int           // holds the node keeps the key for: 1 for a plain lock
 	TTL       time.Duration // the key's remaining TTL; -1: no expiry (never set by this library)
 	Fence     uint64        // the node's fence counter; 0 when it has none
+
+	// Depth is how many Acquire calls wait in the node's queue (the
+	// holder's own entry, kept until its release, left out), and Waiters
+	// the first [MaxInspectWaiters] of them, in the order the lock will
+	// go to them.
+	Depth   int
+	Waiters []Waiter
+}
+
+// MaxInspectWaiters is the most waiters [Client.Inspect] lists per node
+// and in a [LockState]: a long queue is counted in full (Depth), listed in
+// part, so that looking at it costs the node little.
+const MaxInspectWaiters = 32
+
+// maxInspectWaitersArg is MaxInspectWaiters as the inspect script takes it.
+var maxInspectWaitersArg = strconv.Itoa(MaxInspectWaiters)
+
+// Waiter is one Acquire call waiting for a lock, as [Client.Inspect] reads
+// it from the nodes' queue (the fair order; barging and try-lock calls do
+// not queue).
+type Waiter struct {
+	Token  string    // the waiting call's token (its lock's token, if it wins: show it to admins only)
+	Client string    // the id of the waiting call's Client
+	Since  time.Time // when the call began to wait, by its Client's clock: its place in the order
+	// Age is how long it has waited: the node's clock less Since (0 when
+	// the node's clock is behind the Client's); in a LockState the
+	// largest of the nodes'.
+	Age time.Duration
+	// Nodes is, in a LockState, on how many nodes it queues; 1 in a
+	// NodeState.
+	Nodes int
 }
 
 // LockState is a lock as [Client.Inspect] found it on every node.
@@ -44,11 +78,23 @@ type LockState struct {
 	// Acquire could take it now. Neither: too few nodes answered, or the
 	// answers are split; the lock's state is unknown.
 	Held, Free bool
+	// Answered is how many nodes gave a usable answer: with fewer than
+	// Quorum, neither Held nor Free, nothing is known (not even "free").
+	Answered int
+
+	// Depth is the longest queue any node reported (NodeState.Depth), and
+	// Waiters the nodes' waiters merged, in order, at most
+	// [MaxInspectWaiters]; Head is the first of them (nil: nobody waits),
+	// the call a released lock goes to next.
+	Depth   int
+	Waiters []Waiter
+	Head    *Waiter
 }
 
 // Inspect reads the lock name on every node at once, changing nothing: who
 // holds it there, with which metadata, for how long and how many holds,
-// and the node's fence counter; then whether a quorum holds it. Each node
+// the node's fence counter and who waits in its queue, for how long; then
+// whether a quorum holds it, and the queues merged. Each node
 // is asked with one read-only script, bounded by the node timeout. An
 // unreachable node is reported in its NodeState, not as an error; Inspect
 // returns an error only for a bad name or when ctx has ended.
@@ -84,6 +130,8 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 			ns.Err = &NodeError{Node: i, Addr: ns.Addr, Err: err}
 			continue
 		}
+		st.Answered++
+		st.Depth = max(st.Depth, ns.Depth)
 		if ns.Held {
 			count[ns.Token]++
 		} else {
@@ -96,13 +144,40 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 		}
 	}
 	st.Held, st.Free = st.HeldOn >= c.quorum, free >= c.quorum
+	st.Waiters = mergeWaiters(st.Nodes)
+	if len(st.Waiters) > 0 {
+		st.Head = &st.Waiters[0]
+	}
 	return st, nil
 }
 
+// mergeWaiters returns the waiters of every node, each once, in order (by
+// Since, as the nodes order them), at most MaxInspectWaiters.
+func mergeWaiters(nodes []NodeState) []Waiter {
+	var all []Waiter
+	at := map[string]int{}
+	for _, ns := range nodes {
+		for _, w := range ns.Waiters {
+			i, ok := at[w.Token]
+			if !ok {
+				at[w.Token] = len(all)
+				all = append(all, w)
+				continue
+			}
+			all[i].Nodes++
+			all[i].Age = max(all[i].Age, w.Age)
+		}
+	}
+	slices.SortFunc(all, func(a, b Waiter) int {
+		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.Token, b.Token))
+	})
+	return all[:min(len(all), MaxInspectWaiters)]
+}
+
 // read fills ns from the inspect script's reply {kind, holder, meta, pttl,
-// holds, counter}.
+// holds, counter, now, depth, entry, priority...}.
 func (ns *NodeState) read(v []any) error {
-	if len(v) != 6 {
+	if len(v) < 8 || len(v)%2 != 0 {
 		return fmt.Errorf("unexpected reply %v from the inspect script", v)
 	}
 	kind, _ := v[0].(string)
@@ -119,7 +194,7 @@ func (ns *NodeState) read(v []any) error {
 	}
 	switch kind {
 	case "none":
-		return nil
+		return ns.readQueue(v[6:])
 	case "plain", "reentrant":
 	default:
 		return errors.New("WRONGTYPE lock key holds a " + kind + ", not a lock")
@@ -128,6 +203,29 @@ func (ns *NodeState) read(v []any) error {
 	ns.TTL = time.Duration(pttl) * time.Millisecond
 	if pttl < 0 {
 		ns.TTL = -1
+	}
+	return ns.readQueue(v[6:])
+}
+
+// readQueue fills ns's queue from the inspect script's {now, depth, entry,
+// priority...}: entries "<token>:<client>[:<ttl>:<f>]" (queue.go),
+// priorities the calls' start in Unix microseconds.
+func (ns *NodeState) readQueue(v []any) error {
+	now, _ := v[0].(int64)
+	depth, _ := v[1].(int64)
+	ns.Depth = int(depth)
+	for i := 2; i+1 < len(v); i += 2 {
+		entry, _ := v[i].(string)
+		prio, _ := v[i+1].(string)
+		us, err := strconv.ParseInt(prio, 10, 64)
+		token, client, ok := strings.Cut(entry, ":")
+		if err != nil || !ok {
+			return fmt.Errorf("queue entry %q with priority %q is not a waiter's", entry, prio)
+		}
+		client, _, _ = strings.Cut(client, ":")
+		since := time.UnixMicro(us)
+		age := time.UnixMilli(now).Sub(since)
+		ns.Waiters = append(ns.Waiters, Waiter{Token: token, Client: client, Since: since, Age: max(age, 0), Nodes: 1})
 	}
 	return nil
 }

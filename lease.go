@@ -22,7 +22,8 @@ type lease struct {
 	timeout  time.Duration // per-node timeout under ttl
 	fenceArg string        // "1" fenced, "0" not
 	hold     string        // the re-entrant form (reentry.go): this lock's hold id; "" for a plain lock
-	meta     string        // the re-entrant form: the holder's metadata
+	meta     string        // the holder's metadata (AcquireOptions.Metadata)
+	metaArg  string        // what the acquire script stores of it: meta in the hash, "<token>:<meta>" in a plain lock's meta key
 	tag      string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 }
 
@@ -30,7 +31,7 @@ type lease struct {
 type leaseSpec struct {
 	fenced    bool
 	reentrant bool   // the hash form: the lease's hold is its token
-	meta      string // the re-entrant form's metadata
+	meta      string // the holder's metadata
 	token     string // a given token (Resume, Reenter); "": a new random one
 	hold      string // a given hold (Resume, Reenter of a re-entrant lock)
 	tag       string // Event.Hold
@@ -47,7 +48,7 @@ func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease
 	if spec.fenced {
 		ls.fenceArg = "1"
 	}
-	var buf [256]byte
+	var buf [352]byte // room for the keys and token of a name up to about 85 bytes under the default prefix
 	b, ends := appendKeys(buf[:0], c.opts.KeyPrefix, name)
 	t0 := len(b)
 	if spec.token == "" {
@@ -69,6 +70,10 @@ func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease
 		ls.hold = spec.hold
 	case spec.reentrant:
 		ls.hold = ls.token
+	}
+	ls.metaArg = ls.meta
+	if ls.meta != "" && ls.hold == "" {
+		ls.metaArg = ls.token + ":" + ls.meta
 	}
 	if c.sharedValue {
 		ls.prefix = ls.token

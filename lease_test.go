@@ -24,7 +24,7 @@ func testLeaseStrings(t *testing.T, prefix string) {
 			ls := c.newLease(name, 1500*time.Millisecond, leaseSpec{fenced: true})
 			p := c.opts.KeyPrefix // DefaultKeyPrefix for ""
 			lock := p + "{" + name + "}"
-			want := keys{lock: lock, fence: lock + ":fence", queue: lock + ":q", queueTimes: lock + ":qt", channel: p + "released:" + lock}
+			want := keys{lock: lock, fence: lock + ":fence", queue: lock + ":q", queueTimes: lock + ":qt", meta: lock + ":meta", channel: p + "released:" + lock}
 			if ls.keys != want {
 				t.Errorf("prefix %q, name %q: lease keys %+v; want %+v", prefix, name, ls.keys, want)
 			}

@@ -50,9 +50,11 @@ func (w *waiter) init(ls *lease, mode string, start time.Time, client string) {
 	w.mode = mode
 	if mode == queueWait { // only a waiting call has an entry of its own
 		w.member = ls.token + ":" + client
-		if ls.hold == "" {
+		if ls.hold == "" && ls.meta == "" {
 			// A plain lock's waiter tells the nodes its TTL and fencing,
-			// so that a release can grant it the key (release.lua).
+			// so that a release can grant it the key (release.lua). A
+			// waiter with metadata is not granted: its next attempt takes
+			// the key and writes the metadata beside it.
 			w.grantable = true
 			w.member += ":" + ls.ttlArg + ":" + ls.fenceArg
 		}

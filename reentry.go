@@ -11,7 +11,7 @@ import (
 
 // The re-entrant form of a lock (docs/design.md, "Re-entry and resume").
 // A plain lock is a string key, "<token>.<attempt>", set by SET NX PX. A lock
-// acquired with [AcquireOptions].Reentrant (or Metadata) is one hash under
+// acquired with [AcquireOptions].Reentrant is one hash under
 // the same key, with one TTL and no other key:
 //
 //	rl-owner  the token of the Acquire call that made it (a hash
@@ -47,8 +47,7 @@ type ResumeOptions struct {
 // outer one first leaves the lock held for this one. The key's TTL becomes
 // the longest any hold asked for; a shorter ttl never shortens it.
 //
-// The lock must have been acquired with [AcquireOptions].Reentrant (or
-// Metadata); Go has no thread identity, so re-entry is always explicit. To
+// The lock must have been acquired with [AcquireOptions].Reentrant; Go has no thread identity, so re-entry is always explicit. To
 // re-enter from another process, pass [Lock.Handle] and call
 // [Client.Resume] there. Reenter fails, with an error matching
 // [ErrNotAcquired], when the lock has ended or a quorum no longer holds

@@ -41,12 +41,13 @@ type keys struct {
 	fence      string // <lock>:fence: the fence counter, never deleted
 	queue      string // <lock>:q: the waiting order, by priority (queue.go)
 	queueTimes string // <lock>:qt: the same entries, by expiry
+	meta       string // <lock>:meta: a plain lock's metadata, "<token>:<text>", expiring with it
 	channel    string // <prefix>released:<lock>: where releases are announced
 }
 
 // appendKeys appends to b, in one string, everything keys holds:
 //
-//	<p>released:<p>{name}:fence<p>{name}:qt
+//	<p>released:<p>{name}:fence<p>{name}:qt<p>{name}:meta
 //
 // where <p> is the key prefix (the channel ends with the lock key, which the
 // fence key extends; the queue key is the start of the queue times key), and
@@ -62,18 +63,21 @@ func appendKeys(b []byte, prefix, name string) ([]byte, keyEnds) {
 	e.queue0 = len(b)
 	b = append(b, b[e.lock0:e.lock1]...)
 	b = append(b, ":qt"...)
+	e.meta0 = len(b)
+	b = append(b, b[e.lock0:e.lock1]...)
+	b = append(b, ":meta"...)
 	e.end = len(b)
 	return b, e
 }
 
 // keyEnds are the offsets appendKeys wrote the keys at.
-type keyEnds struct{ lock0, lock1, queue0, end int }
+type keyEnds struct{ lock0, lock1, queue0, meta0, end int }
 
 // keysIn returns the keys that appendKeys wrote at the start of s.
 func (e keyEnds) keysIn(s string) keys {
 	kl := e.lock1 - e.lock0
 	return keys{channel: s[:e.lock1], lock: s[e.lock0:e.lock1], fence: s[e.lock0:e.queue0],
-		queue: s[e.queue0 : e.queue0+kl+2], queueTimes: s[e.queue0:e.end]}
+		queue: s[e.queue0 : e.queue0+kl+2], queueTimes: s[e.queue0:e.meta0], meta: s[e.meta0:e.end]}
 }
 
 // keysOf returns the keys of name under prefix.
@@ -129,25 +133,35 @@ func (ls *lease) acquireRequest(w place, value string) *transport.Request {
 	keys := []string{k.lock, k.fence, k.queue, k.queueTimes}
 	reentrant := ls.hold != ""
 	switch {
+	case ls.meta != "" && !reentrant: // the plain form with metadata: its key is KEYS[5]
+		member, priority, qttl := "", "", ""
+		if w.mode == queueWait {
+			member, priority, qttl = w.member, w.priority, queueTTLArg
+		}
+		return transport.NewRequest(acquireScript, append(keys, k.meta), value, ls.ttlArg, ls.fenceArg, w.mode, member, priority, qttl, ls.metaArg)
 	case w.mode == queueWait && reentrant:
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.meta)
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.metaArg)
 	case w.mode == queueWait:
 		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg)
 	case w.mode == queueTry && reentrant: // never queues: needs no entry of its own
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.meta)
+		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.metaArg)
 	case w.mode == queueTry:
 		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
 	case reentrant:
-		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.meta)
+		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.metaArg)
 	}
 	return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
 }
 
 // extendRequest extends ls's lease to ttlArg ms (plain), or its hold
 // (re-entrant), on a node that still holds it; the node answers 1 when it
-// did. Either way a key that lives longer keeps its expiry.
+// did. Either way a key that lives longer keeps its expiry. A plain lease
+// with metadata extends its meta key with the lock key.
 func (ls *lease) extendRequest(ttlArg string) *transport.Request {
-	if ls.hold == "" {
+	switch {
+	case ls.hold == "" && ls.meta != "":
+		return transport.NewRequest(extendScript, []string{ls.keys.lock, ls.keys.meta}, ls.prefix, ttlArg)
+	case ls.hold == "":
 		return transport.NewRequest(extendScript, []string{ls.keys.lock}, ls.prefix, ttlArg)
 	}
 	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0")
@@ -160,11 +174,12 @@ func (ls *lease) addHoldRequest() *transport.Request {
 
 // releaseRequest deletes ls's key (any attempt's value of its call) or, in
 // the re-entrant form, its hold and the key with the last hold, and
-// announces the release to waiters.
+// announces the release to waiters. A plain lock's meta key goes with it
+// (in the same DEL), whichever share releases.
 func (ls *lease) releaseRequest() *transport.Request {
 	k := ls.keys
 	if ls.hold == "" {
-		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, ls.prefix, k.channel)
+		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, ls.prefix, k.channel)
 	}
 	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, k.channel, "")
 }
@@ -175,7 +190,7 @@ func (ls *lease) releaseRequest() *transport.Request {
 func (ls *lease) cleanupRequest(value string) *transport.Request {
 	k := ls.keys
 	if ls.hold == "" {
-		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence}, value, k.channel)
+		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, value, k.channel)
 	}
 	attempt := strings.TrimPrefix(value, ls.prefix)
 	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, "", attempt)
@@ -193,13 +208,14 @@ func (ls *lease) fenceRequest(fence string) *transport.Request {
 	return transport.NewRequest(fenceScript, []string{ls.keys.fence}, fence)
 }
 
-// inspectRequest reads name's lock, holds and counter (read only).
+// inspectRequest reads name's lock, holds, counter and the first
+// MaxInspectWaiters waiters of its queue (read only).
 func inspectRequest(k keys) *transport.Request {
-	return transport.NewRequest(inspectScript, []string{k.lock, k.fence})
+	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
 }
 
-// forceRequest deletes name's lock whoever holds it, keeping the counter
-// and the queue, and wakes the queue's head.
+// forceRequest deletes name's lock (and a plain lock's meta key) whoever
+// holds it, keeping the counter and the queue, and wakes the queue's head.
 func forceRequest(k keys) *transport.Request {
-	return transport.NewRequest(forceScript, []string{k.lock, k.queue, k.queueTimes}, k.channel)
+	return transport.NewRequest(forceScript, []string{k.lock, k.queue, k.queueTimes, k.meta}, k.channel)
 }

@@ -19,6 +19,11 @@
 -- "h:<token>", holding the number of the attempt that wrote it, so that
 -- attempts compare as string values do. A key of the other form is another
 -- owner's: held, never an error, never taken over.
+-- The plain form with metadata, when KEYS[5] is given (the meta key, same
+-- slot): ARGV[4] to ARGV[7] are given as for the re-entrant form and ARGV[8]
+-- is "<token>:<metadata>", which every write of the lock key stores in
+-- KEYS[5] with the lock key's expiry (never longer: the lock key's expiry
+-- only moves later, and every script that deletes the key deletes KEYS[5]).
 -- Returns one bulk string: "1:<fence>" when the key now holds this
 -- attempt's value (or the release's grant to the call, "<token>.0", which
 -- stays), with fence the counter in decimal (exact past 2^53; "0" without
@@ -33,7 +38,8 @@
 -- taken), the INCR that takes the fence is the counter's check, before the
 -- lock key is written: a counter INCR refuses, or takes below 1 (it is set
 -- back at once), fails the call.
-local hashed = ARGV[8] ~= nil
+local metaKey = KEYS[5]
+local hashed = ARGV[8] ~= nil and not metaKey
 local mode = ARGV[4]
 local queued = mode == 'wait' or mode == 'try'
 -- The common case, in one call: the key is free and nobody queues.
@@ -108,6 +114,9 @@ if free and not hashed then
     return err
   end
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  if metaKey then
+    redis.call('SET', metaKey, ARGV[8], 'PX', ARGV[2])
+  end
   return '1:' .. f
 end
 local t, cur = 'none', false
@@ -285,5 +294,11 @@ elseif px then
   redis.call('SET', KEYS[1], v, 'PX', px)
 else
   redis.call('SET', KEYS[1], v, 'KEEPTTL')
+end
+if metaKey then
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl > 0 then
+    redis.call('SET', metaKey, ARGV[8], 'PX', pttl)
+  end
 end
 return '1:' .. f

@@ -10,6 +10,8 @@
 -- the attempt may have taken it after a release had found nobody of the
 -- call's to grant it to, and the head, which may be the call itself, would
 -- otherwise wait for its next poll. The call's own entry stays: it waits on.
+-- KEYS[5] the meta key (by default KEYS[1] .. ':meta'): the attempt's
+-- metadata, deleted with the key in one DEL.
 -- Returns 1 when deleted, 0 otherwise.
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
   return 0
@@ -17,7 +19,7 @@ end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[5] or (KEYS[1] .. ':meta'))
 local q, qt = KEYS[2] or (KEYS[1] .. ':q'), KEYS[3] or (KEYS[1] .. ':qt')
 if ARGV[2] and isQueue(q, qt) then
   handOn(KEYS[1], q, qt, KEYS[4] or (KEYS[1] .. ':fence'), ARGV[2])

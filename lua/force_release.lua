@@ -3,25 +3,32 @@
 -- fence counter, and announce the release to the queue's head as
 -- release.lua does, so the next waiter goes at once. The queue stays: its
 -- waiters are alive and keep their order.
--- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries; ARGV[1] the
--- release channel.
--- Returns {kind, holder} of what was deleted: kind "none" when there was no
--- lock ("plain" or "reentrant" otherwise).
+-- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries, KEYS[4] a
+-- plain lock's meta key (deleted with the lock key); ARGV[1] the release
+-- channel.
+-- Returns {kind, holder, meta} of what was deleted: kind "none" when there
+-- was no lock ("plain" or "reentrant" otherwise), meta the holder's
+-- metadata ("" when none).
 local t = redis.call('TYPE', KEYS[1])['ok']
-local kind, holder = 'none', ''
+local kind, holder, meta = 'none', '', ''
 if t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)
   kind, holder = 'plain', dot and string.sub(v, 1, dot - 1) or v
+  local m = redis.pcall('GET', KEYS[4])
+  if type(m) == 'string' and string.sub(m, 1, #holder + 1) == holder .. ':' then
+    meta = string.sub(m, #holder + 2)
+  end
 elseif t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 1 then
   kind, holder = 'reentrant', redis.call('HGET', KEYS[1], 'rl-owner')
+  meta = redis.call('HGET', KEYS[1], 'rl-meta') or ''
 elseif t ~= 'none' then
   return redis.error_reply('WRONGTYPE lock key ' .. KEYS[1] .. ' holds a ' .. t .. ', not a lock: left as it is')
 end
 if kind == 'none' then
-  return {kind, holder}
+  return {kind, holder, meta}
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[4])
 local head, channel = '', ARGV[1]
 if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
   head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] or ''
@@ -31,4 +38,4 @@ if redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
   end
 end
 redis.call('PUBLISH', channel, head)
-return {kind, holder}
+return {kind, holder, meta}

@@ -10,6 +10,8 @@
 -- A head that queued for a plain lock is granted the free key at once, with
 -- the fence counter KEYS[4] (by default KEYS[1] .. ':fence'): see handOn
 -- (handon.lua, which this script starts with).
+-- KEYS[5] the lock's meta key (by default KEYS[1] .. ':meta'), deleted with
+-- the lock key in one DEL (a free key's meta key expired with it).
 -- A release that finds the key free (gone) hands it on to the head the same
 -- way: only a key held by another owner (or of another type) stays as it is.
 -- Returns 1 when deleted, 0 when the key is gone or holds another owner's
@@ -48,7 +50,7 @@ end
 -- handed on to the queue's head as the release of a held key does: nobody
 -- else would tell the new head, which would wait for its next poll.
 if cur then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[5] or (KEYS[1] .. ':meta'))
 end
 local head = ''
 if queue then

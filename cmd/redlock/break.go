@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 const breakUsage = `usage: redlock break --yes [flags] NAME
 
 Delete lock NAME on every node, whoever holds it (redlock.Client.ForceRelease),
-and print what was deleted. The fence counter is kept, so fences never
-repeat; the next waiter in line is woken.
+and print what was deleted: per node, the holder's token and metadata.
+--json prints it as one JSON object, with full tokens. The fence counter is
+kept, so fences never repeat; the next waiter in line is woken.
 
 This is dangerous: a holder that is still alive goes on working until its
 next extend fails, while someone else takes the lock. Use it only for a
@@ -26,7 +30,8 @@ if any, stays until its TTL ends); 64 bad usage, or --yes missing.
 
 ` + nodesHelp + `
 Every flag falls back to an environment variable: --timeout
-$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES. The
+$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json
+$REDLOCK_JSON. The
 command line wins, and --yes has none: it must be typed.
 
 Flags:
@@ -36,6 +41,7 @@ type breakOptions struct {
 	nodeFlags
 	timeout time.Duration
 	yes     bool
+	json    bool
 }
 
 func breakFlags(out io.Writer) (*flag.FlagSet, *breakOptions) {
@@ -45,10 +51,8 @@ func breakFlags(out io.Writer) (*flag.FlagSet, *breakOptions) {
 	o.register(fs, false)
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
 	fs.BoolVar(&o.yes, "yes", false, "really delete the lock, whoever holds it")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), breakUsage)
-		fs.PrintDefaults()
-	}
+	fs.BoolVar(&o.json, "json", false, "print what was deleted as one JSON object (full tokens)")
+	setUsage(fs, breakUsage)
 	return fs, o
 }
 
@@ -75,31 +79,84 @@ func breakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	lockKey, _ := s.client.Keys(name)
-	fmt.Fprintf(stdout, "lock %q on %d nodes, key %s\n", name, len(broken), lockKey)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tADDRESS\tDELETED")
-	deleted := 0
-	for i, b := range broken {
-		addr := s.nodes[i].addr
-		switch {
-		case b.Err != nil:
-			fmt.Fprintf(tw, "%d\t%s\tfailed: %s\n", i, addr, oneLine(unwrapAll(b.Err)))
-		case b.Deleted:
-			deleted++
-			kind := "lock"
-			if b.Reentrant {
-				kind = "re-entrant lock"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s of token %s\n", i, addr, kind, b.Token)
-		default:
-			fmt.Fprintf(tw, "%d\t%s\tnothing (free)\n", i, addr)
+	if o.json {
+		if jerr := json.NewEncoder(stdout).Encode(jsonBroken(name, lockKey, broken, s.nodes)); jerr != nil {
+			fmt.Fprintf(stderr, "redlock: break: %v\n", jerr)
+			return exitFailure
 		}
+	} else {
+		printBroken(stdout, name, lockKey, broken, s.nodes)
 	}
-	tw.Flush()
-	fmt.Fprintf(stdout, "deleted on %d of %d nodes; fence counters kept\n", deleted, len(broken))
 	if err != nil {
 		fmt.Fprintf(stderr, "redlock: break: some nodes failed; their keys stay until their TTLs end: %s\n", oneLine(err))
 		return exitFailure
 	}
 	return exitOK
+}
+
+// printBroken prints the table of what break deleted on each node.
+func printBroken(w io.Writer, name, lockKey string, broken []redlock.Broken, nodes []node) {
+	fmt.Fprintf(w, "lock %q on %d nodes, key %s\n", name, len(broken), lockKey)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tADDRESS\tDELETED")
+	for i, b := range broken {
+		addr := nodes[i].addr
+		switch {
+		case b.Err != nil:
+			fmt.Fprintf(tw, "%d\t%s\tfailed: %s\n", i, addr, oneLine(unwrapAll(b.Err)))
+		case b.Deleted:
+			kind := "lock"
+			if b.Reentrant {
+				kind = "re-entrant lock"
+			}
+			meta := ""
+			if b.Metadata != "" {
+				meta = fmt.Sprintf(" (metadata %q)", b.Metadata)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s of token %s%s\n", i, addr, kind, b.Token, meta)
+		default:
+			fmt.Fprintf(tw, "%d\t%s\tnothing (free)\n", i, addr)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "deleted on %d of %d nodes; fence counters kept\n", deletedOn(broken), len(broken))
+}
+
+func deletedOn(broken []redlock.Broken) int {
+	n := 0
+	for _, b := range broken {
+		if b.Deleted {
+			n++
+		}
+	}
+	return n
+}
+
+// breakJSON is break --json's output.
+type breakJSON struct {
+	Name    string       `json:"name"`
+	Key     string       `json:"key"`
+	Deleted int          `json:"deleted"` // on how many nodes a lock was deleted
+	Nodes   []brokenJSON `json:"nodes"`
+}
+
+type brokenJSON struct {
+	Node      int    `json:"node"`
+	Addr      string `json:"addr"`
+	Error     string `json:"error,omitempty"` // the node failed: its key, if any, stays until its TTL ends
+	Deleted   bool   `json:"deleted"`
+	Token     string `json:"token,omitempty"`
+	Reentrant bool   `json:"reentrant,omitempty"`
+	Metadata  string `json:"metadata,omitempty"`
+}
+
+func jsonBroken(name, lockKey string, broken []redlock.Broken, nodes []node) breakJSON {
+	out := breakJSON{Name: name, Key: lockKey, Deleted: deletedOn(broken), Nodes: make([]brokenJSON, len(broken))}
+	for i, b := range broken {
+		out.Nodes[i] = brokenJSON{Node: i, Addr: nodes[i].addr, Deleted: b.Deleted, Token: b.Token, Reentrant: b.Reentrant, Metadata: b.Metadata}
+		if b.Err != nil {
+			out.Nodes[i].Error = oneLine(unwrapAll(b.Err))
+		}
+	}
+	return out
 }

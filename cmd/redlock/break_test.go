@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -56,5 +57,52 @@ func TestBreakHelp(t *testing.T) {
 	code, stdout, _ = runCLI(t, "help")
 	if code != exitOK || !strings.Contains(stdout, "break   --yes [flags] NAME") {
 		t.Errorf("help = %d:\n%s\nwant break in the command list", code, stdout)
+	}
+}
+
+// TestBreakJSON: break --json says what it deleted on each node, with the
+// holder's metadata, and leaves no key behind (the built binary).
+func TestBreakJSON(t *testing.T) {
+	name := lockName(t)
+	c, err := redlock.New(cluster(t).Clients(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Acquire(context.Background(), name, time.Minute, &redlock.AcquireOptions{Metadata: "job 42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitKeys(t, name, 3)
+	code, stdout, stderr := execCLI(t, "break", "--yes", "--json", "--nodes", nodesFlag(t), name)
+	var got breakJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK {
+		t.Fatalf("break --json = %d, %q (%v); stderr %s", code, stdout, err, stderr)
+	}
+	if got.Name != name || got.Key != lockKey(t, name) || got.Deleted != 3 || len(got.Nodes) != 3 {
+		t.Errorf("break --json = %+v; want %s deleted on 3 nodes", got, name)
+	}
+	for _, n := range got.Nodes {
+		if !n.Deleted || n.Token != l.Token() || n.Metadata != "job 42" || n.Reentrant || n.Error != "" || n.Addr == "" {
+			t.Errorf("node %d: %+v; want the plain lock of %s with metadata \"job 42\" deleted", n.Node, n, l.Token())
+		}
+	}
+	assertNoKey(t, lockKey(t, name))
+	assertNoKey(t, lockKey(t, name)+":meta")
+	code, stdout, _ = execCLI(t, "break", "--yes", "--json", "--nodes", nodesFlag(t), name)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != exitOK || got.Deleted != 0 || got.Nodes[0].Deleted {
+		t.Errorf("break --json of a free lock = %d, %q; want nothing deleted", code, stdout)
+	}
+}
+
+// waitKeys waits until n nodes hold name's lock key.
+func waitKeys(t *testing.T, name string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for lockKeyCount(t, name) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes hold %s; want %d", lockKeyCount(t, name), name, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

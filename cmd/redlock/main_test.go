@@ -280,3 +280,13 @@ func lockKey(t testing.TB, name string) string {
 	key, _ := c.Keys(name)
 	return key
 }
+
+// assertNoKey fails unless no node has key.
+func assertNoKey(t testing.TB, key string) {
+	t.Helper()
+	for i, cl := range cluster(t).Clients() {
+		if n, err := cl.Exists(context.Background(), key).Result(); err != nil || n != 0 {
+			t.Errorf("node %d: EXISTS %s = %d, %v; want 0 (no stray key)", i, key, n, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock"
 )
@@ -32,6 +33,12 @@ environment (and $REDLOCK_NODES removed from it):
   REDLOCK_TOKEN  the random token that owns the lock on the nodes
   REDLOCK_FENCE  the fencing token (0 with --no-fence): send it with every
                  write and have the store reject a lower one than it has seen
+
+Holder: redlock stores "host HOST pid PID: COMMAND ARGS" (its own host name
+and pid, and the command, cut to 256 bytes) with the lock as its metadata,
+which 'redlock status' shows; --metadata TEXT stores TEXT instead, and
+--no-metadata nothing. Either way the lock is the plain one (the metadata
+lives in a key of its own that expires and goes with the lock).
 
 Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGTSTP sent
 to redlock are forwarded to COMMAND's process group. If the lock is lost
@@ -70,7 +77,8 @@ Exit codes:
 Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
 --wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --no-fence $REDLOCK_NO_FENCE,
 --node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX,
---conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE, -v $REDLOCK_VERBOSE,
+--conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE, --metadata
+$REDLOCK_METADATA, --no-metadata $REDLOCK_NO_METADATA, -v $REDLOCK_VERBOSE,
 --nodes $REDLOCK_NODES. The command line wins.
 
 Flags:
@@ -120,6 +128,8 @@ type runOptions struct {
 	grace        time.Duration
 	verbose      bool
 	conflictExit int
+	metadata     string // the holder's metadata (--metadata, or holderMetadata); "" with --no-metadata
+	noMetadata   bool
 }
 
 // defaultGrace is --grace when neither it nor $REDLOCK_GRACE is given and
@@ -147,10 +157,9 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	fs.DurationVar(&o.grace, "grace", defaultGrace, "after a lost lock, time between SIGTERM and SIGKILL; at most ttl - ttl/3 - drift - node timeout (the default is cut to that)")
 	fs.BoolVar(&o.verbose, "v", false, "report acquisition and release on stderr")
 	fs.IntVar(&o.conflictExit, "conflict-exit-code", exitTempFail, "exit `code` when the lock is held elsewhere and not acquired within --wait (like flock -E)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runUsage)
-		fs.PrintDefaults()
-	}
+	fs.StringVar(&o.metadata, "metadata", "", "store `text` as the holder's metadata, shown by status (default \"host HOST pid PID: COMMAND\")")
+	fs.BoolVar(&o.noMetadata, "no-metadata", false, "store no metadata with the lock")
+	setUsage(fs, runUsage)
 	return fs, o
 }
 
@@ -170,7 +179,7 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, err
 	}
 	if err != nil {
-		return nil, "", nil, usagef("run", "redlock: run: %v", err)
+		return nil, "", nil, usagef("run", "redlock: run: %s", flagError(err))
 	}
 	set, err := applyEnv("run", fs)
 	if err != nil {
@@ -195,6 +204,13 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: --node-timeout %v: want a positive duration", o.nodeTimeout)
 	case o.conflictExit < 0 || o.conflictExit > 255:
 		return nil, "", nil, usagef("run", "redlock: run: --conflict-exit-code %d: want 0 to 255", o.conflictExit)
+	case set["metadata"] && o.noMetadata:
+		return nil, "", nil, usagef("run", "redlock: run: --metadata and --no-metadata: give one of them")
+	case len(o.metadata) > redlock.MaxMetadataLen || !utf8.ValidString(o.metadata):
+		return nil, "", nil, usagef("run", "redlock: run: --metadata: want at most %d bytes of UTF-8 text, such as a job id", redlock.MaxMetadataLen)
+	}
+	if !set["metadata"] && !o.noMetadata {
+		o.metadata = holderMetadata(command)
 	}
 	maxGrace := o.maxGrace()
 	switch {
@@ -259,7 +275,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // acquireForRun waits for the lock as --wait says. A signal or ctx ends the
 // wait. It returns the lock, or nil and the exit code after reporting why.
 func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, sigc <-chan os.Signal, stderr io.Writer) (*redlock.Lock, int) {
-	opts := &redlock.AcquireOptions{NoFence: o.noFence, AutoExtend: true}
+	opts := &redlock.AcquireOptions{NoFence: o.noFence, AutoExtend: true, Metadata: o.metadata}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch {
@@ -323,6 +339,25 @@ func releaseQuietly(ctx context.Context, l *redlock.Lock) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = l.Release(rctx)
+}
+
+// holderMetadata is run's default metadata: "host HOST pid PID: COMMAND
+// ARGS", cut to redlock.MaxMetadataLen bytes (on a character boundary,
+// ending in "…").
+func holderMetadata(command []string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "?"
+	}
+	m := fmt.Sprintf("host %s pid %d: %s", host, os.Getpid(), strings.ToValidUTF8(strings.Join(command, " "), "?"))
+	if len(m) <= redlock.MaxMetadataLen {
+		return m
+	}
+	cut := redlock.MaxMetadataLen - len("…")
+	for !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "…"
 }
 
 // short shortens a token for display.

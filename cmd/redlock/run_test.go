@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestRunUsageErrors(t *testing.T) {
@@ -25,11 +26,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{"missing dashdash", []string{"run", nodes, "job", "true"}, "missing -- before the command", exitUsage},
 		{"missing command", []string{"run", nodes, "job", "--"}, "missing command after --", exitUsage},
 		{"two names", []string{"run", nodes, "job", "extra", "--", "true"}, `unexpected argument "extra"`, exitUsage},
-		{"bad ttl", []string{"run", nodes, "--ttl", "soon", "job", "--", "true"}, `invalid value "soon" for flag -ttl`, exitUsage},
+		{"bad ttl", []string{"run", nodes, "--ttl", "soon", "job", "--", "true"}, `invalid value "soon" for flag --ttl`, exitUsage},
 		{"zero ttl", []string{"run", nodes, "--ttl", "0", "job", "--", "true"}, "--ttl 0s: want a positive duration", exitUsage},
-		{"negative wait", []string{"run", nodes, "--wait", "-1s", "job", "--", "true"}, `invalid value "-1s" for flag -wait`, exitUsage},
+		{"negative wait", []string{"run", nodes, "--wait", "-1s", "job", "--", "true"}, `invalid value "-1s" for flag --wait`, exitUsage},
 		{"negative grace", []string{"run", nodes, "--grace", "-1s", "job", "--", "true"}, "--grace -1s", exitUsage},
-		{"unknown flag", []string{"run", nodes, "--tll", "1s", "job", "--", "true"}, "flag provided but not defined: -tll", exitUsage},
+		{"unknown flag", []string{"run", nodes, "--tll", "1s", "job", "--", "true"}, "flag provided but not defined: --tll", exitUsage},
+		{"unknown status flag", []string{"status", nodes, "--jsn", "job"}, "flag provided but not defined: --jsn", exitUsage},
+		{"short flag value", []string{"run", nodes, "-v=maybe", "job", "--", "true"}, `invalid boolean value "maybe" for -v`, exitUsage},
 		{"no nodes", []string{"run", "job", "--", "true"}, "no nodes: give --nodes", exitUsage},
 		{"bad node url", []string{"run", "--nodes", "redis://u:secret@[::1", "job", "--", "true"}, "node 0", exitUsage},
 		{"bad db", []string{"run", "--nodes", "redis://127.0.0.1:6379/x", "job", "--", "true"}, "node 0", exitUsage},
@@ -349,5 +352,54 @@ func TestRunOwnProcessGroup(t *testing.T) {
 	}
 	if f[0] != f[1] {
 		t.Errorf("command pid %s, process group %s; want it to lead its own group", f[0], f[1])
+	}
+}
+
+// TestRunMetadataFlags: --metadata TEXT stores TEXT, --no-metadata nothing,
+// both at once is bad usage; the lock stays plain and leaves no key
+// behind (the built binary).
+func TestRunMetadataFlags(t *testing.T) {
+	tests := []struct {
+		flag []string
+		want string
+	}{
+		{[]string{"--metadata", "nightly backup #7"}, "nightly backup #7"},
+		{[]string{"--no-metadata"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag[0], func(t *testing.T) {
+			name := lockName(t)
+			marker := t.TempDir() + "/marker"
+			args := append(append([]string{"run", "--nodes", nodesFlag(t)}, tt.flag...), name, "--", "sh", "-c", `echo started > "$M"; sleep 30`)
+			p := startCLIEnv(t, []string{"M=" + marker}, args...)
+			waitFile(t, marker, "started", p)
+			_, st := statusJSONOf(t, name)
+			for _, n := range st.Nodes {
+				if !n.Held || n.Reentrant || n.Metadata != tt.want {
+					t.Errorf("node %d: %+v; want the plain lock with metadata %q", n.Node, n, tt.want)
+				}
+			}
+			if err := p.cmd.Process.Signal(sigterm); err != nil {
+				t.Fatal(err)
+			}
+			p.wait(t)
+			assertNoKey(t, lockKey(t, name))
+			assertNoKey(t, lockKey(t, name)+":meta")
+		})
+	}
+	code, _, stderr := execCLI(t, "run", "--nodes", nodesFlag(t), "--metadata", "x", "--no-metadata", "job", "--", "true")
+	if code != exitUsage || !strings.Contains(stderr, "--metadata and --no-metadata") {
+		t.Errorf("run --metadata x --no-metadata = %d, %q; want %d, give one of them", code, stderr, exitUsage)
+	}
+	code, _, stderr = execCLI(t, "run", "--nodes", nodesFlag(t), "--metadata", strings.Repeat("x", 257), "job", "--", "true")
+	if code != exitUsage || !strings.Contains(stderr, "at most 256 bytes") {
+		t.Errorf("run --metadata of 257 bytes = %d, %q; want %d, at most 256 bytes", code, stderr, exitUsage)
+	}
+}
+
+func TestHolderMetadataCut(t *testing.T) {
+	m := holderMetadata([]string{"echo", strings.Repeat("é", 300)})
+	if len(m) > 256 || !strings.HasSuffix(m, "…") || !strings.Contains(m, "pid "+strconv.Itoa(os.Getpid())+": echo é") || !utf8.ValidString(m) {
+		t.Errorf("holderMetadata of a long command = %q (%d bytes); want at most 256 bytes of UTF-8, cut with …", m, len(m))
 	}
 }

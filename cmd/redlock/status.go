@@ -17,15 +17,20 @@ import (
 const statusUsage = `usage: redlock status [flags] NAME
 
 Show lock NAME on every node: reachable or not, the holder's token
-(shortened), the remaining TTL and the fence counter, and for a re-entrant
-lock its holds and the holder's metadata; then whether a quorum of the
-nodes currently holds it, for whom. --json prints the same as one JSON
-object, with the full token (it proves ownership: show it to admins only).
+(shortened), the remaining TTL, the fence counter, how many wait in the
+node's queue, the holder's metadata (redlock run stores its host, pid and
+command there) and for a re-entrant lock its holds; then whether a quorum
+of the nodes currently holds it, for whom, and who waits for it, in the
+order the lock will go to them (the head first), with how long each has
+waited (at most 32 are listed; the depth counts them all). --json prints
+the same as one JSON object, with full tokens (they prove ownership: show
+them to admins only).
 
 Exit codes, for scripts: 0 held (a quorum of the nodes hold it for one
 owner); 1 free (a quorum of the nodes answered without it); 69 unknown
-(fewer nodes answered than a quorum, or the answers are split); 64 bad
-usage.
+(EX_UNAVAILABLE: fewer nodes answered than a quorum, none at all
+included, or the answers are split; the state says "unknown", never
+"free"); 64 bad usage.
 
 ` + nodesHelp + `
 Every flag falls back to an environment variable: --timeout
@@ -52,10 +57,7 @@ func statusFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
 	o.register(fs, false)
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
 	fs.BoolVar(&o.json, "json", false, "print the state as one JSON object (full tokens)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), statusUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, statusUsage)
 	return fs, o
 }
 
@@ -78,7 +80,7 @@ func parseNameCmd(cmd string, fs *flag.FlagSet, args []string, timeout *time.Dur
 		fs.Usage()
 		return "", nil, exitOK
 	case err != nil:
-		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: %v", cmd, err))
+		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: %s", cmd, flagError(err)))
 	case len(pos) == 0 || pos[0] == "":
 		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: missing lock NAME: redlock %s [flags] NAME", cmd, cmd))
 	case len(pos) > 1:
@@ -116,19 +118,13 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		printState(stdout, st, lockKey, s.nodes)
 	}
-	up := 0
-	for _, ns := range st.Nodes {
-		if ns.Reachable {
-			up++
-		}
-	}
 	switch {
 	case st.Held:
 		return exitOK
 	case st.Free:
 		return exitFree
-	case up < st.Quorum:
-		fmt.Fprintf(stderr, "redlock: only %d of %d nodes answered, a lock needs %d: check --nodes/$%s and that the servers are up\n", up, len(st.Nodes), st.Quorum, nodesEnv)
+	case st.Answered < st.Quorum:
+		fmt.Fprintf(stderr, "redlock: only %d of %d nodes answered, a lock needs %d: the lock's state is unknown; check --nodes/$%s and that the servers are up\n", st.Answered, len(st.Nodes), st.Quorum, nodesEnv)
 	default:
 		fmt.Fprintf(stderr, "redlock: the nodes' answers are split: neither a quorum holding %q nor a free quorum; look again in a moment\n", name)
 	}
@@ -138,14 +134,18 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // printState prints the table of the nodes and the quorum line.
 func printState(w io.Writer, st *redlock.LockState, lockKey string, nodes []node) {
 	fmt.Fprintf(w, "lock %q on %d nodes (quorum %d), key %s\n", st.Name, len(st.Nodes), st.Quorum, lockKey)
-	reentrant := false
+	reentrant, meta := false, false
 	for _, ns := range st.Nodes {
 		reentrant = reentrant || ns.Reentrant
+		meta = meta || ns.Metadata != ""
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	head := "NODE\tADDRESS\tSTATE\tHOLDER\tTTL\tFENCE"
+	head := "NODE\tADDRESS\tSTATE\tHOLDER\tTTL\tFENCE\tQUEUE"
 	if reentrant {
-		head += "\tHOLDS\tMETADATA"
+		head += "\tHOLDS"
+	}
+	if meta || reentrant {
+		head += "\tMETADATA"
 	}
 	fmt.Fprintln(tw, head)
 	for i, ns := range st.Nodes {
@@ -156,55 +156,110 @@ func printState(w io.Writer, st *redlock.LockState, lockKey string, nodes []node
 		}
 		switch {
 		case !ns.Reachable:
-			fmt.Fprintf(tw, "%d\t%s\tunreachable: %s\t-\t-\t-", i, addr, oneLine(unwrapAll(ns.Err)))
+			fmt.Fprintf(tw, "%d\t%s\tunreachable: %s\t-\t-\t-\t-", i, addr, oneLine(unwrapAll(ns.Err)))
 		case ns.Err != nil:
-			fmt.Fprintf(tw, "%d\t%s\tbad key: %s\t-\t-\t%s", i, addr, oneLine(unwrapAll(ns.Err)), fence)
+			fmt.Fprintf(tw, "%d\t%s\tbad key: %s\t-\t-\t%s\t-", i, addr, oneLine(unwrapAll(ns.Err)), fence)
 		case !ns.Held:
-			fmt.Fprintf(tw, "%d\t%s\tup\tfree\t-\t%s", i, addr, fence)
+			fmt.Fprintf(tw, "%d\t%s\tup\tfree\t-\t%s\t%d", i, addr, fence, ns.Depth)
 		default:
-			fmt.Fprintf(tw, "%d\t%s\tup\t%s\t%s\t%s", i, addr, short(ns.Token), formatTTL(ns.TTL), fence)
+			fmt.Fprintf(tw, "%d\t%s\tup\t%s\t%s\t%s\t%d", i, addr, short(ns.Token), formatTTL(ns.TTL), fence, ns.Depth)
 		}
 		if reentrant {
 			if ns.Reentrant {
-				fmt.Fprintf(tw, "\t%d\t%q", ns.Holds, ns.Metadata)
+				fmt.Fprintf(tw, "\t%d", ns.Holds)
 			} else {
-				fmt.Fprint(tw, "\t-\t-")
+				fmt.Fprint(tw, "\t-")
+			}
+		}
+		if meta || reentrant {
+			if ns.Held {
+				fmt.Fprintf(tw, "\t%q", ns.Metadata)
+			} else {
+				fmt.Fprint(tw, "\t-")
 			}
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, quorumLine(st))
+	printQueue(w, st)
+}
+
+// printQueue prints who waits for the lock, the head first.
+func printQueue(w io.Writer, st *redlock.LockState) {
+	if st.Answered == 0 {
+		fmt.Fprintln(w, "queue: unknown (no node answered)")
+		return
+	}
+	if st.Depth == 0 {
+		fmt.Fprintln(w, "queue: nobody waits")
+		return
+	}
+	fmt.Fprintf(w, "queue: %d waiting, the head first\n", st.Depth)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tTOKEN\tCLIENT\tWAITED\tNODES")
+	for i, wt := range st.Waiters {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d/%d\n", i+1, short(wt.Token), wt.Client, wt.Age.Round(time.Millisecond), wt.Nodes, len(st.Nodes))
+	}
+	tw.Flush()
+	if n := st.Depth - len(st.Waiters); n > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", n)
+	}
 }
 
 // statusJSON is status --json's output.
 type statusJSON struct {
-	Name   string     `json:"name"`
-	Key    string     `json:"key"`
-	Quorum int        `json:"quorum"`
-	State  string     `json:"state"`  // "held", "free" or "unknown"
-	Holder string     `json:"holder"` // the token on the most nodes, "" when none
-	HeldOn int        `json:"held_on"`
-	Nodes  []nodeJSON `json:"nodes"`
+	Name     string       `json:"name"`
+	Key      string       `json:"key"`
+	Quorum   int          `json:"quorum"`
+	State    string       `json:"state"`  // "held", "free" or "unknown"
+	Holder   string       `json:"holder"` // the token on the most nodes, "" when none
+	HeldOn   int          `json:"held_on"`
+	Answered int          `json:"answered"` // nodes that answered
+	Depth    int          `json:"depth"`    // the longest queue of a node
+	Head     *waiterJSON  `json:"head"`     // the first waiter, null when nobody waits
+	Waiters  []waiterJSON `json:"waiters"`  // the nodes' waiters merged, the head first
+	Nodes    []nodeJSON   `json:"nodes"`
+}
+
+type waiterJSON struct {
+	Token  string    `json:"token"`
+	Client string    `json:"client"`
+	Since  time.Time `json:"since"`  // when it began to wait, by its Client's clock
+	AgeMs  int64     `json:"age_ms"` // how long it has waited, by the node's clock
+	Nodes  int       `json:"nodes"`  // how many nodes list it
+}
+
+func jsonWaiters(ws []redlock.Waiter) []waiterJSON {
+	out := make([]waiterJSON, len(ws))
+	for i, w := range ws {
+		out[i] = waiterJSON{Token: w.Token, Client: w.Client, Since: w.Since, AgeMs: w.Age.Milliseconds(), Nodes: w.Nodes}
+	}
+	return out
 }
 
 type nodeJSON struct {
-	Node      int    `json:"node"`
-	Addr      string `json:"addr"`
-	Reachable bool   `json:"reachable"`
-	Error     string `json:"error,omitempty"`
-	Held      bool   `json:"held"`
-	Token     string `json:"token,omitempty"`
-	Reentrant bool   `json:"reentrant,omitempty"`
-	Metadata  string `json:"metadata,omitempty"`
-	Holds     int    `json:"holds"`
-	TTLms     int64  `json:"ttl_ms"` // -1: no expiry; 0 when not held
-	Fence     uint64 `json:"fence"`  // the node's fence counter, 0 when none
+	Node      int          `json:"node"`
+	Addr      string       `json:"addr"`
+	Reachable bool         `json:"reachable"`
+	Error     string       `json:"error,omitempty"`
+	Held      bool         `json:"held"`
+	Token     string       `json:"token,omitempty"`
+	Reentrant bool         `json:"reentrant,omitempty"`
+	Metadata  string       `json:"metadata,omitempty"`
+	Holds     int          `json:"holds"`
+	TTLms     int64        `json:"ttl_ms"` // -1: no expiry; 0 when not held
+	Fence     uint64       `json:"fence"`  // the node's fence counter, 0 when none
+	Depth     int          `json:"depth"`  // how many wait in the node's queue
+	Waiters   []waiterJSON `json:"waiters"`
 }
 
 func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
 	out := statusJSON{Name: st.Name, Key: lockKey, Quorum: st.Quorum, State: "unknown", Holder: st.Holder, HeldOn: st.HeldOn,
-		Nodes: make([]nodeJSON, len(st.Nodes))}
+		Answered: st.Answered, Depth: st.Depth, Waiters: jsonWaiters(st.Waiters), Nodes: make([]nodeJSON, len(st.Nodes))}
+	if len(out.Waiters) > 0 {
+		out.Head = &out.Waiters[0]
+	}
 	switch {
 	case st.Held:
 		out.State = "held"
@@ -213,7 +268,7 @@ func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
 	}
 	for i, ns := range st.Nodes {
 		n := nodeJSON{Node: i, Addr: nodes[i].addr, Reachable: ns.Reachable, Held: ns.Held, Token: ns.Token,
-			Reentrant: ns.Reentrant, Metadata: ns.Metadata, Holds: ns.Holds, Fence: ns.Fence}
+			Reentrant: ns.Reentrant, Metadata: ns.Metadata, Holds: ns.Holds, Fence: ns.Fence, Depth: ns.Depth, Waiters: jsonWaiters(ns.Waiters)}
 		if ns.Err != nil {
 			n.Error = oneLine(unwrapAll(ns.Err))
 		}
@@ -250,8 +305,13 @@ func quorumLine(st *redlock.LockState) string {
 		}
 		return fmt.Sprintf("held by quorum: yes (token %s, %d/%d nodes, %s left)", short(st.Holder), st.HeldOn, len(st.Nodes), formatTTL(minTTL))
 	}
-	if st.HeldOn == 0 {
+	switch {
+	case st.Free && st.HeldOn == 0:
 		return "held by quorum: no (free on every node that answered)"
+	case st.Free:
+		return fmt.Sprintf("held by quorum: no (best: token %s on %d/%d nodes, quorum %d)", short(st.Holder), st.HeldOn, len(st.Nodes), st.Quorum)
+	case st.Answered < st.Quorum:
+		return fmt.Sprintf("held by quorum: unknown (%d of %d nodes answered, quorum %d)", st.Answered, len(st.Nodes), st.Quorum)
 	}
-	return fmt.Sprintf("held by quorum: no (best: token %s on %d/%d nodes, quorum %d)", short(st.Holder), st.HeldOn, len(st.Nodes), st.Quorum)
+	return fmt.Sprintf("held by quorum: unknown (best: token %s on %d/%d nodes, quorum %d)", short(st.Holder), st.HeldOn, len(st.Nodes), st.Quorum)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ func TestStatus(t *testing.T) {
 	rows := 0
 	for _, line := range strings.Split(stdout, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 6 && f[2] == "up" {
+		if len(f) == 7 && f[2] == "up" {
 			rows++
 			if f[3] != tok || f[5] != fence {
 				t.Errorf("row %q: want holder %s and fence %s", line, tok, fence)
@@ -79,8 +81,28 @@ func TestRunStatusWhileHeld(t *testing.T) {
 	code, stdout, _ := execCLI(t, "status", "--nodes", nodesFlag(t), name)
 	b, _ := readFile(t, marker)
 	f := strings.Fields(b)
-	if code != 0 || len(f) < 2 || !strings.Contains(stdout, "held by quorum: yes (token "+f[0][:8]+"…") || !strings.Contains(stdout, "  "+f[1]+"\n") {
-		t.Errorf("status = %d:\n%s\nwant held by the child's token %v and its fence", code, stdout, f)
+	if code != 0 || len(f) < 2 || !strings.Contains(stdout, "held by quorum: yes (token "+f[0][:8]+"…") {
+		t.Fatalf("status = %d:\n%s\nwant held by the child's token %v", code, stdout, f)
+	}
+	// Each node's row: its fence, and run's holder metadata (its host, its
+	// pid, the command), on the plain lock.
+	host, _ := os.Hostname()
+	wantMeta := fmt.Sprintf("%q", fmt.Sprintf("host %s pid %d: sh -c ", host, p.cmd.Process.Pid))
+	wantMeta = wantMeta[:len(wantMeta)-1]
+	rows := 0
+	for _, line := range strings.Split(stdout, "\n") {
+		if fs := strings.Fields(line); len(fs) > 7 && fs[2] == "up" && fs[5] == f[1] && strings.HasPrefix(strings.Join(fs[7:], " "), wantMeta) {
+			rows++
+		}
+	}
+	if rows != 3 {
+		t.Errorf("status:\n%s\nwant 3 rows with fence %s and metadata starting %s", stdout, f[1], wantMeta)
+	}
+	_, st := statusJSONOf(t, name)
+	for _, n := range st.Nodes {
+		if n.Reentrant || !strings.HasPrefix(n.Metadata, fmt.Sprintf("host %s pid %d: sh -c echo", host, p.cmd.Process.Pid)) {
+			t.Errorf("status --json node %d: %+v; want the plain lock with run's metadata", n.Node, n)
+		}
 	}
 	if err := p.cmd.Process.Signal(sigterm); err != nil {
 		t.Fatal(err)
@@ -90,6 +112,7 @@ func TestRunStatusWhileHeld(t *testing.T) {
 	if !strings.Contains(stdout, "held by quorum: no (free") {
 		t.Errorf("status after the command exited:\n%s\nwant free", stdout)
 	}
+	assertNoKey(t, lockKey(t, name)+":meta")
 }
 
 // A lock's key holds "<token>.<attempt>"; the attempts of one Acquire call
@@ -178,5 +201,91 @@ func TestStatusJSONUnknown(t *testing.T) {
 		st.Nodes[0].Reachable || st.Nodes[0].Error == "" || !st.Nodes[2].Reachable {
 		t.Errorf("status --json with 2 of 3 unreachable = %d, %s (%v), stderr %q; want %d, unknown, nodes 0 and 1 unreachable",
 			code, stdout, err, stderr, exitUnavailable)
+	}
+}
+
+// TestStatusQueue: status shows who waits, the head first, with how long
+// each has waited, in the table and in --json (the built binary).
+func TestStatusQueue(t *testing.T) {
+	name := lockName(t)
+	holder := holdLock(t, name, time.Minute)
+	// Two `redlock run` processes wait for the lock, one after the other.
+	var waiters []*proc
+	for i := range 2 {
+		waiters = append(waiters, startCLI(t, "run", "--no-metadata", "--nodes", nodesFlag(t), name, "--", "true"))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, st := statusJSONOf(t, name)
+			if st.Depth == i+1 && len(st.Waiters) == i+1 && st.Waiters[i].Nodes == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status --json after 30s: %+v; want %d waiters on 3 nodes", st, i+1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, stdout, stderr := execCLI(t, "status", "--nodes", nodesFlag(t), name)
+	if code != exitOK || !strings.Contains(stdout, "queue: 2 waiting, the head first") {
+		t.Fatalf("status = %d:\n%s%s\nwant held, and 2 waiting", code, stdout, stderr)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) == 5 && (f[0] == "1" || f[0] == "2") && f[4] == "3/3" {
+			rows = append(rows, f)
+		} else if len(f) == 7 && f[2] == "up" && f[6] != "2" {
+			t.Errorf("row %q: queue %s; want 2", line, f[6])
+		}
+	}
+	if len(rows) != 2 {
+		t.Fatalf("status:\n%s\nwant 2 waiter rows (#, token, client, waited, nodes 3/3)", stdout)
+	}
+	for _, r := range rows {
+		if d, err := time.ParseDuration(r[3]); err != nil || d < 0 || d > time.Minute {
+			t.Errorf("waiter row %v: waited %q; want a duration in [0, 1m]", r, r[3])
+		}
+	}
+	code, stdout, _ = execCLI(t, "status", "--json", "--nodes", nodesFlag(t), name)
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitOK {
+		t.Fatalf("status --json = %d, %q: %v", code, stdout, err)
+	}
+	if st.Depth != 2 || len(st.Waiters) != 2 || st.Head == nil || *st.Head != st.Waiters[0] || st.Answered != 3 {
+		t.Fatalf("status --json: %+v; want depth 2, 2 waiters, the head the first, 3 answered", st)
+	}
+	if st.Waiters[0].Since.After(st.Waiters[1].Since) || !strings.HasPrefix(rows[0][1], st.Waiters[0].Token[:8]) || st.Waiters[0].AgeMs < st.Waiters[1].AgeMs {
+		t.Errorf("waiters %+v, table rows %v; want the earlier first, in both", st.Waiters, rows)
+	}
+	for _, n := range st.Nodes {
+		if n.Depth != 2 || len(n.Waiters) != 2 {
+			t.Errorf("node %d: depth %d, waiters %+v; want 2", n.Node, n.Depth, n.Waiters)
+		}
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range waiters {
+		if code := p.wait(t); code != 0 {
+			t.Errorf("waiting run = %d; want 0; stderr:\n%s", code, p.stderr.String())
+		}
+	}
+}
+
+// TestStatusNoNodeAnswers: with no node answering, status says the state
+// is unknown (not free) and exits 69 (the built binary).
+func TestStatusNoNodeAnswers(t *testing.T) {
+	nodes := "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3"
+	code, stdout, stderr := execCLI(t, "status", "--nodes", nodes, "nobody-answers")
+	if code != exitUnavailable || strings.Contains(stdout, "free") || !strings.Contains(stdout, "held by quorum: unknown (0 of 3 nodes answered") ||
+		!strings.Contains(stdout, "queue: unknown") || !strings.Contains(stderr, "unknown") {
+		t.Errorf("status with no node up = %d:\n%s%s\nwant %d, unknown and never free", code, stdout, stderr, exitUnavailable)
+	}
+	code, stdout, _ = execCLI(t, "status", "--json", "--nodes", nodes, "nobody-answers")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitUnavailable || st.State != "unknown" || st.Answered != 0 {
+		t.Errorf("status --json with no node up = %d, %q (%v); want %d, state unknown, answered 0", code, stdout, err, exitUnavailable)
+	}
+	if code, help, _ := execCLI(t, "help", "status"); code != 0 || !strings.Contains(help, "69 unknown") || !strings.Contains(help, "none at all") {
+		t.Errorf("help status:\n%s\nwant exit 69 for unknown, with no node answering", help)
 	}
 }
