@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/cliflags"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -74,10 +75,7 @@ func demoFlags(out io.Writer) (*flag.FlagSet, *demoOptions) {
 	fs.DurationVar(&o.ttl, "ttl", time.Second, "lease of each acquisition")
 	fs.StringVar(&o.timeline, "timeline", filepath.Join(os.TempDir(), "redlock-demo-timeline.html"), "where to write the HTML timeline")
 	fs.BoolVar(&o.quiet, "q", false, "print faults, rejections and the summary only, not every increment")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), demoUsage)
-		fs.PrintDefaults()
-	}
+	cliflags.SetUsage(fs, demoUsage)
 	return fs, o
 }
 
@@ -142,7 +140,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitOK
 	case err != nil:
-		return reportUsage(stderr, usagef("%v", err))
+		return reportUsage(stderr, usagef("%s", cliflags.FlagError(err)))
 	case fs.NArg() > 0:
 		return reportUsage(stderr, usagef("unexpected argument %q: the demo takes flags only", fs.Arg(0)))
 	case o.workers < 2:

@@ -117,7 +117,7 @@ func TestDemoUsage(t *testing.T) {
 		{"short duration", []string{"--duration", "1s"}, "--duration 1s: want at least 3s"},
 		{"short ttl", []string{"--ttl", "10ms"}, "--ttl 10ms: want at least 100ms"},
 		{"no timeline", []string{"--timeline", ""}, "--timeline: want a file name"},
-		{"unknown flag", []string{"--tll", "1s"}, "flag provided but not defined: -tll"},
+		{"unknown flag", []string{"--tll", "1s"}, "flag provided but not defined: --tll"},
 		{"no host", []string{"--nodes", trap + ",redis://lockuser:secretpw@:6379"}, "node 1 is not a standalone node with a host and port"},
 		{"sentinel", []string{"--nodes", "redis+sentinel://" + trap + "?master_name=m"}, "node 0 is not a standalone node"},
 		{"same server twice", []string{"--nodes", trap + ",redis://lockuser:secretpw@" + trap}, "node 0 and node 1 are the same server (" + trap + ")"},
@@ -155,10 +155,12 @@ func TestDemoUnreachable(t *testing.T) {
 	}
 }
 
-// TestDemoHelp: -h prints the usage with the flags on stdout and exits 0.
+// TestDemoHelp: -h prints the usage with the flags on stdout, written as
+// the docs write them (--duration, -q), and exits 0.
 func TestDemoHelp(t *testing.T) {
 	code, stdout, _ := runDemo(t, "-h")
-	if code != 0 || !strings.Contains(stdout, "usage: make demo") || !strings.Contains(stdout, "-nodes") || !strings.Contains(stdout, "-duration") {
+	if code != 0 || !strings.Contains(stdout, "usage: make demo") || !strings.Contains(stdout, "\n  --nodes URLs\n") ||
+		!strings.Contains(stdout, "\n  --duration duration\n") || !strings.Contains(stdout, "\n  -q\n") {
 		t.Errorf("demo -h = %d, %q; want 0 and the usage with its flags", code, stdout)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/cliflags"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -52,7 +53,7 @@ func breakFlags(out io.Writer) (*flag.FlagSet, *breakOptions) {
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
 	fs.BoolVar(&o.yes, "yes", false, "really delete the lock, whoever holds it")
 	fs.BoolVar(&o.json, "json", false, "print what was deleted as one JSON object (full tokens)")
-	setUsage(fs, breakUsage)
+	cliflags.SetUsage(fs, breakUsage)
 	return fs, o
 }
 

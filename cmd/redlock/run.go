@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/cliflags"
 	"io"
 	"os"
 	"os/signal"
@@ -159,7 +160,7 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	fs.IntVar(&o.conflictExit, "conflict-exit-code", exitTempFail, "exit `code` when the lock is held elsewhere and not acquired within --wait (like flock -E)")
 	fs.StringVar(&o.metadata, "metadata", "", "store `text` as the holder's metadata, shown by status (default \"host HOST pid PID: COMMAND\")")
 	fs.BoolVar(&o.noMetadata, "no-metadata", false, "store no metadata with the lock")
-	setUsage(fs, runUsage)
+	cliflags.SetUsage(fs, runUsage)
 	return fs, o
 }
 
@@ -179,7 +180,7 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, err
 	}
 	if err != nil {
-		return nil, "", nil, usagef("run", "redlock: run: %s", flagError(err))
+		return nil, "", nil, usagef("run", "redlock: run: %s", cliflags.FlagError(err))
 	}
 	set, err := applyEnv("run", fs)
 	if err != nil {

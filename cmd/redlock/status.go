@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redlock-go/redlock/internal/cliflags"
 	"io"
 	"strconv"
 	"text/tabwriter"
@@ -57,7 +58,7 @@ func statusFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
 	o.register(fs, false)
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
 	fs.BoolVar(&o.json, "json", false, "print the state as one JSON object (full tokens)")
-	setUsage(fs, statusUsage)
+	cliflags.SetUsage(fs, statusUsage)
 	return fs, o
 }
 
@@ -80,7 +81,7 @@ func parseNameCmd(cmd string, fs *flag.FlagSet, args []string, timeout *time.Dur
 		fs.Usage()
 		return "", nil, exitOK
 	case err != nil:
-		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: %s", cmd, flagError(err)))
+		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: %s", cmd, cliflags.FlagError(err)))
 	case len(pos) == 0 || pos[0] == "":
 		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: missing lock NAME: redlock %s [flags] NAME", cmd, cmd))
 	case len(pos) > 1:

@@ -1,4 +1,7 @@
-package main
+// Package cliflags prints the help of the project's commands (redlock and
+// the demo) the way the docs write flags: --name for a long flag, -v for a
+// one-letter one.
+package cliflags
 
 import (
 	"flag"
@@ -8,19 +11,19 @@ import (
 	"strings"
 )
 
-// setUsage makes text, then the flags as printFlags prints them, fs's
+// SetUsage makes text, then the flags as PrintFlags prints them, fs's
 // usage: every command prints its help the same way.
-func setUsage(fs *flag.FlagSet, text string) {
+func SetUsage(fs *flag.FlagSet, text string) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), text)
-		printFlags(fs.Output(), fs)
+		PrintFlags(fs.Output(), fs)
 	}
 }
 
-// printFlags prints fs's flags as the docs write them: --name for a long
+// PrintFlags prints fs's flags as the docs write them: --name for a long
 // flag, -v for a one-letter one, then the flag's value name, and its usage
 // and default indented below (flag.PrintDefaults writes -name for both).
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+func PrintFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		dash := "--"
 		if len(f.Name) == 1 {
@@ -46,4 +49,5 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 // the docs do ("flag provided but not defined: --tll").
 var flagNames = regexp.MustCompile(`(not defined: |for flag |needs an argument: )-([^-\s:][^\s:]+)`)
 
-func flagError(err error) string { return flagNames.ReplaceAllString(err.Error(), "$1--$2") }
+// FlagError is err's text with long flags named as the docs name them.
+func FlagError(err error) string { return flagNames.ReplaceAllString(err.Error(), "$1--$2") }
