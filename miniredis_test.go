@@ -105,9 +105,40 @@ func TestMiniredisRunsTheScripts(t *testing.T) {
 		_ = again.Release(ctx)
 	})
 
+	t.Run("plain/metadata", func(t *testing.T) {
+		servers, c := miniClient(t, nil)
+		l, err := c.Acquire(ctx, "meta", 10*time.Second, &redlock.AcquireOptions{Metadata: "job 8"})
+		if err != nil {
+			t.Fatalf("Acquire with Metadata = %v", err)
+		}
+		if err := l.Extend(ctx, 20*time.Second); err != nil {
+			t.Errorf("Extend = %v", err)
+		}
+		st, err := c.Inspect(ctx, "meta")
+		if err != nil || !st.Held || st.Nodes[0].Metadata != "job 8" || st.Nodes[0].Reentrant {
+			t.Fatalf("Inspect = %+v, %v; want held by a plain lock with metadata %q", st, err, "job 8")
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+		// Release returns at a quorum: the last node may answer after it.
+		lockKey, _ := c.Keys("meta")
+		deadline := time.Now().Add(time.Second)
+		for i, s := range servers {
+			for _, k := range []string{lockKey, lockKey + ":meta"} {
+				for s.Exists(k) && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if s.Exists(k) {
+					t.Errorf("node %d: %s left after Release", i, k)
+				}
+			}
+		}
+	})
+
 	t.Run("reentry/resume", func(t *testing.T) {
 		_, c := miniClient(t, nil)
-		outer, err := c.Acquire(ctx, "nested", 10*time.Second, &redlock.AcquireOptions{Metadata: "job 7"})
+		outer, err := c.Acquire(ctx, "nested", 10*time.Second, &redlock.AcquireOptions{Reentrant: true, Metadata: "job 7"})
 		if err != nil {
 			t.Fatalf("re-entrant Acquire = %v", err)
 		}
