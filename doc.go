@@ -23,6 +23,8 @@
 // attempt's exact value (answers that arrive late, grants or errors, clean
 // up after themselves), and Acquire retries after a jittered delay, or
 // sooner when the holder releases: waiters are woken by a pub/sub notice.
+// [Client.TryAcquire] makes one attempt and never waits; [Client.Do] runs a
+// function under the lock and releases it when the function returns.
 // Because each attempt deletes only its own value, a cleanup that reaches a
 // node late never deletes the key of a later attempt.
 //
