@@ -50,6 +50,27 @@ else
   free = redis.call('EXISTS', KEYS[1]) == 0
 end
 local fenced = ARGV[3] == '1'
+-- The common case first, before any helper is made: the plain form takes
+-- the free key. Its INCR is the counter's check (as in fence, below): a
+-- reply that is not a number in [1, 2^53) is left in incr for fence to
+-- answer, and the key is not written.
+local incr
+if free and not hashed then
+  local f = '0'
+  if fenced then
+    incr = redis.pcall('INCR', KEYS[2])
+    if type(incr) == 'number' and incr >= 1 and incr < 9007199254740992 then
+      f, incr = string.format('%.0f', incr), nil
+    end
+  end
+  if incr == nil then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    if metaKey then
+      redis.call('SET', metaKey, ARGV[8], 'PX', ARGV[2])
+    end
+    return '1:' .. f
+  end
+end
 -- badCounter returns the error for a fence counter that INCR would refuse
 -- or take below 1, or false.
 local function badCounter()
@@ -67,15 +88,16 @@ local function badCounter()
   end
   return false
 end
--- fence increments the counter and returns it as a decimal string, exact:
--- INCR's reply passes through a Lua number, exact below 2^53; above, the
--- counter is read back as a string. A counter INCR refuses, or takes below 1
--- (set back at once), returns false and the error reply instead.
+-- fence increments the counter (or takes the common case's INCR reply,
+-- incr) and returns it as a decimal string, exact: INCR's reply passes
+-- through a Lua number, exact below 2^53; above, the counter is read back
+-- as a string. A counter INCR refuses, or takes below 1 (set back at once),
+-- returns false and the error reply instead.
 local function fence()
   if not fenced then
     return '0'
   end
-  local n = redis.pcall('INCR', KEYS[2])
+  local n = incr or redis.pcall('INCR', KEYS[2])
   if type(n) == 'table' or n < 1 then
     if type(n) == 'number' then
       -- Set it back with the commands a lock user may call (no DECR): one
@@ -107,7 +129,7 @@ local function fence()
   end
   return redis.call('GET', KEYS[2])
 end
--- The common case, done: the plain form takes the free key.
+-- The common case whose INCR was refused, or above 2^53: fence answers it.
 if free and not hashed then
   local f, err = fence()
   if not f then
