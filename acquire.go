@@ -58,10 +58,18 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		o.Retry = DefaultRetry()
 	}
 	start := c.clock.Now()
+	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant, meta: o.Metadata})
+	return c.acquireLease(ctx, ls, o, start)
+}
+
+// acquireLease runs an Acquire call of ls, its arguments checked, from
+// start: the lock's, and a semaphore's slots and waiting order
+// (permit.go), each with a lease of its own keys.
+func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, start time.Time) (*Lock, error) {
+	name := ls.name
 	_, retries := o.Retry(1)
 	octx := ctx // the caller's: the events' context
 	a := &acquisition{c: c, retry: o.Retry, try: !retries}
-	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant, meta: o.Metadata})
 	parts := new(callParts)
 	a.cl, a.w = &parts.cl, &parts.w
 	a.cl.ls, a.cl.ctx, a.cl.leaveTurn = ls, octx, func() {}

@@ -45,6 +45,14 @@ var (
 	// fences repeat unless it is set back to at least its old value.
 	ErrBadCounter = errors.New("redlock: fence counter is not a counter")
 
+	// ErrLimitMismatch: a node refused a permit because the semaphore's
+	// live permits were taken with another limit ([Client.AcquirePermit]).
+	// Every client of a semaphore must use the same limit; a new limit
+	// applies once every permit taken with the old one has been released
+	// and its TTL has passed (the nodes keep the limit as long as the
+	// longest permit). The node is not retried.
+	ErrLimitMismatch = errors.New("redlock: the semaphore is in use with another limit")
+
 	// ErrNoPerm: a node's ACL refused a command, key or channel to the
 	// user the client logs in as (NOPERM, or a call inside a lock script
 	// the user may not make). The node is not retried: grant the user the
@@ -114,6 +122,15 @@ func (e badCounterError) Error() string {
 	return e.err.Error() + ": repair the key (set it to at least its highest fence) or use another KeyPrefix"
 }
 func (e badCounterError) Unwrap() []error { return []error{ErrBadCounter, e.err} }
+
+// limitError is a node that refused a permit for another limit (the
+// script's LIMIT error).
+type limitError struct{ err error }
+
+func (e limitError) Error() string {
+	return e.err.Error() + ": every client of a semaphore must use the same limit (a new limit applies once the old one's permits are gone)"
+}
+func (e limitError) Unwrap() []error { return []error{ErrLimitMismatch, e.err} }
 
 // aclError is a node whose ACL refused us (see deniedByACL).
 type aclError struct{ err error }
@@ -232,10 +249,10 @@ func (e *QuorumError) Unwrap() []error {
 // refuses our credentials or commands. Such nodes count against the quorum
 // for good, so Acquire fails fast once they make the quorum impossible.
 func permanent(err error) bool {
-	if errors.Is(err, ErrBadCounter) || errors.Is(err, ErrNoPerm) || deniedByACL(err) {
+	if errors.Is(err, ErrBadCounter) || errors.Is(err, ErrNoPerm) || errors.Is(err, ErrLimitMismatch) || deniedByACL(err) {
 		return true
 	}
-	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER"} {
+	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER", "LIMIT"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}

@@ -109,7 +109,13 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	r := sendRound(ctx, c, inspectRequest(c.keys(name)), &transport.Spec[[]any]{
+	return c.inspectKeys(ctx, name, c.keys(name))
+}
+
+// inspectKeys reads the lock with keys k on every node, as Inspect: a
+// lock's, a semaphore's slot or gate (permit_inspect.go).
+func (c *Client) inspectKeys(ctx context.Context, name string, k keys) (*LockState, error) {
+	r := sendRound(ctx, c, inspectRequest(k), &transport.Spec[[]any]{
 		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -25,6 +25,27 @@ type lease struct {
 	meta     string        // the holder's metadata (AcquireOptions.Metadata)
 	metaArg  string        // what the acquire script stores of it: meta in the hash, "<token>:<meta>" in a plain lock's meta key
 	tag      string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
+	permit   *permitSpec   // a semaphore's slot (permit.go); nil for a lock
+}
+
+// permitSpec is what a slot's lease adds: the semaphore's gate and limit
+// keys as its scripts take them, and the slot.
+type permitSpec struct {
+	gate, limitKey string
+	limitArg       string // the limit, in decimal
+	yield          string // "1": the attempt yields to the gate's holder (permit.lua)
+	slot, limit    uint64
+}
+
+// fenceOf returns the permit fence of a slot won with counter value n:
+// n*limit + slot, so that two permits never share a fence and a permit
+// taken after another was granted has a larger one (see Permit.Fence).
+// permit.lua keeps n below 2^53, and the limit is at most MaxPermits.
+func (p *permitSpec) fenceOf(n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	return n*p.limit + p.slot
 }
 
 // leaseSpec is what a new lease is made of besides name and ttl.

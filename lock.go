@@ -36,6 +36,9 @@ type Lock struct {
 
 // newLock returns the lock that call cl won, with fence, valid until until.
 func newLock(c *Client, cl *call, fence uint64, until time.Time) *Lock {
+	if p := cl.ls.permit; p != nil {
+		fence = p.fenceOf(fence)
+	}
 	l := &Lock{c: c, ls: cl.ls, fence: fence, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
 		contexts: map[int]context.CancelCauseFunc{}}
 	l.mu.Lock()

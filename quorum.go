@@ -71,6 +71,8 @@ func nodeErrorsOf[T any](c *Client, r *transport.Round[T], timeout time.Duration
 			err = refused(rp.Val)
 		case redis.HasErrorPrefix(rp.Err, "BADCOUNTER"):
 			err = badCounterError{rp.Err}
+		case redis.HasErrorPrefix(rp.Err, "LIMIT"):
+			err = limitError{rp.Err}
 		case deniedByACL(rp.Err):
 			err = aclError{rp.Err}
 		default:

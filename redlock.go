@@ -81,6 +81,7 @@ type Client struct {
 	clock  clock
 	waker  *waker
 	turns  turns             // local queue per lock name
+	hints  permitHints       // per semaphore, the slot to try first (permit_wait.go)
 	goes   transport.Tracker // every goroutine that outlives its call: joined by Close
 
 	// life is cancelled by Close: it stops the watchdogs.

@@ -1,0 +1,231 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/transport"
+)
+
+// semCall is one AcquirePermit call: which semaphore, and how it waits.
+type semCall struct {
+	c        *Client
+	name     string
+	limit    int
+	ttl      time.Duration
+	o        AcquireOptions
+	keys     semKeys
+	limitArg string
+	start    time.Time
+}
+
+// run takes a permit: first the slot this Client last saw free, then one a
+// scan of the nodes shows free on a quorum, each yielding to a waiter that
+// holds the gate; then, if the policy waits, in the semaphore's order.
+func (s *semCall) run(ctx context.Context) (*Permit, error) {
+	p, err := s.take(ctx, s.c.hints.get(s.name, s.limit), true)
+	if p != nil || s.final(ctx, err) {
+		return p, err
+	}
+	var qe *QuorumError
+	if errors.As(err, &qe) && qe.Held > 0 { // the slot was busy, not yielded: look for a free one
+		slot, _, serr := s.scan(ctx)
+		if serr != nil {
+			return nil, serr
+		}
+		if slot >= 0 {
+			if p, err = s.take(ctx, slot, true); p != nil || s.final(ctx, err) {
+				return p, err
+			}
+		} else {
+			err = errAllHeld(s.name, s.limit, nil)
+		}
+	}
+	if _, retries := s.o.Retry(1); !retries {
+		return nil, err
+	}
+	return s.queue(ctx)
+}
+
+// final reports whether err ends the call: anything but a slot refused, or
+// ctx ended, the Client closed, or nodes that refuse for good.
+func (s *semCall) final(ctx context.Context, err error) bool {
+	if !errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrLimitMismatch) || s.c.stopped(ctx) != nil {
+		return true
+	}
+	var qe *QuorumError
+	return errors.As(err, &qe) && s.c.hopeless(qe)
+}
+
+// take makes one attempt at slot, as a try-lock of the slot's lease;
+// yield: the attempt gives way to the gate's holder.
+func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, error) {
+	c := s.c
+	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata})
+	ls.keys = s.keys.slotKeys(slot)
+	ls.permit = &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
+		slot: uint64(slot), limit: uint64(s.limit)}
+	if yield {
+		ls.permit.yield = "1"
+	}
+	o := s.o
+	o.Retry = NoRetry()
+	l, err := c.acquireLease(ctx, ls, o, s.start)
+	if err != nil {
+		return nil, err
+	}
+	return &Permit{l: l, c: c, slot: slot, limit: s.limit}, nil
+}
+
+// scan reads the slots on the nodes and returns one free on a quorum of
+// them (at random among those, so that calls that scan together spread
+// out), or -1 and how soon the first slot frees on a quorum by the nodes'
+// TTLs (0: unknown). A node that keeps another limit fails the call.
+func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
+	c := s.c
+	timeout := c.nodeTimeout(s.ttl)
+	r := sendRound(ctx, c, permitScanRequest(s.keys, s.limit), &transport.Spec[[]any]{
+		Need: c.quorum, PerNode: timeout, Parse: sliceReply, Accept: func(_ []any, err error) bool { return err == nil }})
+	var free []int
+	ttls := make([][]int64, s.limit) // per slot, each answering node's PTTL (0: free)
+	for i, rp := range r.Replies {
+		if !r.Answered[i] || rp.Err != nil || len(rp.Val) != s.limit+1 {
+			continue
+		}
+		if had, _ := rp.Val[0].(string); had != "" && had != s.limitArg {
+			return -1, 0, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, sentinel: ErrNotAcquired,
+				Nodes: []error{&NodeError{Node: i, Addr: c.nodes[i].addr, Err: limitError{errors.New(
+					"LIMIT semaphore " + s.keys.limit + " is in use with limit " + had + ", not " + s.limitArg)}}}}
+		}
+		for j := range s.limit {
+			ttl, _ := rp.Val[j+1].(int64)
+			ttls[j] = append(ttls[j], max(ttl, 0))
+		}
+	}
+	var soon time.Duration
+	for j, ts := range ttls {
+		if len(ts) < c.quorum {
+			return -1, 0, nil // too few answers to tell
+		}
+		slices.Sort(ts)
+		if ts[c.quorum-1] == 0 {
+			free = append(free, j)
+		} else if d := time.Duration(ts[c.quorum-1]) * time.Millisecond; soon == 0 || d < soon {
+			soon = d
+		}
+	}
+	if len(free) == 0 {
+		return -1, soon, nil
+	}
+	return free[rand.IntN(len(free))], 0, nil
+}
+
+// queue waits in the semaphore's order: it takes the gate (a lock with the
+// fair queue, the waiters' order), and while it holds it, takes the first
+// slot a scan shows free, woken by every slot's release. Losing the gate
+// (a partition, a pause) puts the call back in the order.
+func (s *semCall) queue(ctx context.Context) (*Permit, error) {
+	c := s.c
+	ctx, stop := c.untilClosed(ctx)
+	defer stop()
+	wake, _, unwatch, _ := c.waker.watch(s.keys.slots, "") // any slot's release
+	defer unwatch()
+	attempt := 0
+	for {
+		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{})
+		gl.keys = s.keys.gate
+		gate, err := c.acquireLease(ctx, gl, AcquireOptions{NoFence: true, AutoExtend: true, Retry: s.o.Retry}, c.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.holdingGate(ctx, gate, wake, &attempt)
+		// The next waiter goes on as soon as the gate is free: the release
+		// runs on, owned by the Client, after the call returns.
+		c.goes.Go(func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
+			defer cancel()
+			_ = gate.Release(rctx)
+		})
+		if p != nil || err != nil {
+			return p, err
+		}
+	}
+}
+
+// holdingGate takes a slot while the call holds the gate; it returns nil,
+// nil when the gate was lost.
+func (s *semCall) holdingGate(ctx context.Context, gate *Lock, wake <-chan struct{}, attempt *int) (*Permit, error) {
+	var last error
+	for {
+		*attempt++
+		slot, soon, err := s.scan(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if slot >= 0 {
+			p, err := s.take(ctx, slot, false)
+			if p != nil || s.final(ctx, err) {
+				return p, err
+			}
+			last = err
+		}
+		delay, ok := s.o.Retry(*attempt)
+		if !ok {
+			if last == nil {
+				last = errAllHeld(s.name, s.limit, nil)
+			}
+			return nil, last
+		}
+		if soon > 0 && soon < delay {
+			delay = soon
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-wake:
+			t.Stop()
+		case <-gate.Done():
+			t.Stop()
+			return nil, nil
+		case <-ctx.Done():
+			t.Stop()
+			if last == nil {
+				last = errAllHeld(s.name, s.limit, nil)
+			}
+			return nil, errors.Join(last, s.c.stopped(ctx))
+		}
+	}
+}
+
+// permitHints remembers, per semaphore name, the slot this Client last
+// released: the first slot its next AcquirePermit of the name tries, most
+// likely still free. Bounded: it forgets everything when full.
+type permitHints struct {
+	mu    sync.Mutex
+	slots map[string]int
+}
+
+const maxPermitHints = 4096
+
+func (h *permitHints) get(name string, limit int) int {
+	h.mu.Lock()
+	slot, ok := h.slots[name]
+	h.mu.Unlock()
+	if !ok || slot >= limit {
+		return rand.IntN(limit)
+	}
+	return slot
+}
+
+func (h *permitHints) put(name string, slot int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.slots == nil || len(h.slots) >= maxPermitHints {
+		h.slots = map[string]int{}
+	}
+	h.slots[name] = slot
+}

@@ -1,0 +1,219 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// permitName returns a semaphore name of its own for test t.
+func permitName(t testing.TB) string {
+	return fmt.Sprintf("sem-%s-%d", t.Name(), time.Now().UnixNano())
+}
+
+// TestSemaphoreNeverMoreThanLimit: N+k contenders through separate Clients
+// take permits of one semaphore in turn; never more than limit hold one at
+// once, each permit's slot is its own, every contender gets its turns.
+func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
+	const limit, contenders, rounds = 2, 5, 4
+	ns := nodes(t, 5)
+	name := permitName(t)
+	var holding, most atomic.Int32
+	var slots [limit]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, contenders*rounds)
+	for i := range contenders {
+		c := newTestClient(t, ns, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				p, err := c.AcquirePermit(ctx, name, limit, 2*time.Second, nil)
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("contender %d: AcquirePermit: %w", i, err)
+					return
+				}
+				n := holding.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if s := slots[p.Slot()].Add(1); s != 1 {
+					errs <- fmt.Errorf("contender %d: slot %d held by %d permits at once", i, p.Slot(), s)
+				}
+				if p.Fence()%limit != uint64(p.Slot()) {
+					errs <- fmt.Errorf("contender %d: fence %d does not name slot %d (fence mod limit)", i, p.Fence(), p.Slot())
+				}
+				time.Sleep(20 * time.Millisecond)
+				slots[p.Slot()].Add(-1)
+				holding.Add(-1)
+				if err := p.Release(context.Background()); err != nil {
+					errs <- fmt.Errorf("contender %d: Release: %w", i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m := most.Load(); m > limit || m < limit {
+		t.Errorf("most permits held at once = %d; want exactly the limit %d (never more, and reached)", m, limit)
+	}
+}
+
+// TestSemaphoreFences: permits taken one after another get increasing
+// fences; permits held together never share one.
+func TestSemaphoreFences(t *testing.T) {
+	c := newTestClient(t, nodes(t, 3), nil)
+	name := permitName(t)
+	ctx := context.Background()
+	var prev uint64
+	var held []*Permit
+	for i := range 3 {
+		p, err := c.AcquirePermit(ctx, name, 3, 5*time.Second, nil)
+		if err != nil {
+			t.Fatalf("AcquirePermit %d: %v", i, err)
+		}
+		if p.Fence() <= prev {
+			t.Errorf("permit %d: fence %d not above the previous permit's %d", i, p.Fence(), prev)
+		}
+		prev = p.Fence()
+		held = append(held, p)
+	}
+	seen := map[int]bool{}
+	for _, p := range held {
+		if seen[p.Slot()] {
+			t.Errorf("slot %d held by two permits", p.Slot())
+		}
+		seen[p.Slot()] = true
+		if err := p.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	}
+	p, err := c.AcquirePermit(ctx, name, 3, 5*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquirePermit after the releases: %v", err)
+	}
+	defer p.Release(ctx)
+	if p.Fence() <= prev {
+		t.Errorf("permit after the releases: fence %d not above %d", p.Fence(), prev)
+	}
+}
+
+// TestSemaphoreFull: with every permit held, a try fails at once with
+// ErrHeld, and a waiting call gets the permit the holder releases.
+func TestSemaphoreFull(t *testing.T) {
+	ns := nodes(t, 3)
+	a, b := newTestClient(t, ns, nil), newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	var held []*Permit
+	for range 2 {
+		p, err := a.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
+		if err != nil {
+			t.Fatalf("AcquirePermit: %v", err)
+		}
+		held = append(held, p)
+	}
+	_, err := b.TryAcquirePermit(ctx, name, 2, 10*time.Second, nil)
+	if !errors.Is(err, ErrNotAcquired) || !errors.Is(err, ErrHeld) {
+		t.Fatalf("TryAcquirePermit with both permits held = %v; want ErrNotAcquired and ErrHeld", err)
+	}
+	got := make(chan *Permit, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		p, err := b.AcquirePermit(wctx, name, 2, 10*time.Second, nil)
+		if err != nil {
+			t.Errorf("waiting AcquirePermit: %v", err)
+		}
+		got <- p
+	}()
+	time.Sleep(300 * time.Millisecond) // b waits
+	freed := held[1].Slot()
+	start := time.Now()
+	if err := held[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := <-got
+	if p == nil {
+		return
+	}
+	t.Logf("handoff after release: %v", time.Since(start))
+	if p.Slot() != freed {
+		t.Errorf("waiter got slot %d; want the freed slot %d", p.Slot(), freed)
+	}
+	_ = p.Release(ctx)
+	_ = held[0].Release(ctx)
+}
+
+// TestSemaphoreLimitMismatch: a client with another limit than the live
+// permits' is refused at once, and writes nothing.
+func TestSemaphoreLimitMismatch(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	p, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(ctx)
+	for _, try := range []bool{true, false} {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		start := time.Now()
+		var err error
+		if try {
+			_, err = c.TryAcquirePermit(wctx, name, 3, 10*time.Second, nil)
+		} else {
+			_, err = c.AcquirePermit(wctx, name, 3, 10*time.Second, nil)
+		}
+		cancel()
+		if !errors.Is(err, ErrLimitMismatch) {
+			t.Errorf("try=%v: AcquirePermit with limit 3 while limit 2 is in use = %v; want ErrLimitMismatch", try, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("try=%v: the mismatch took %v to report; want it at once (no retry can cure it)", try, d)
+		}
+	}
+	sk := semKeysOf(c.opts.KeyPrefix, name)
+	for i, n := range ns {
+		if got := n.Exists(ctx, sk.slotKeys(2).lock).Val(); got != 0 {
+			t.Errorf("node %d: slot 2 (only limit 3 has it) exists; want nothing written", i)
+		}
+	}
+}
+
+// TestSemaphoreBadInput: the limit and the options a permit cannot take
+// are refused before anything is sent.
+func TestSemaphoreBadInput(t *testing.T) {
+	// Nodes nobody listens on: nothing may be sent to them.
+	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { rc.Close() })
+	c := newTestClient(t, []redis.UniversalClient{rc}, nil)
+	ctx := context.Background()
+	for _, limit := range []int{0, -1, MaxPermits + 1} {
+		if _, err := c.AcquirePermit(ctx, "s", limit, time.Second, nil); err == nil {
+			t.Errorf("limit %d: AcquirePermit = nil error; want the limit refused", limit)
+		}
+	}
+	for _, o := range []*AcquireOptions{{Reentrant: true}, {Barging: true}, {Retry: DefaultRetry()}} {
+		var err error
+		if o.Retry != nil {
+			_, err = c.TryAcquirePermit(ctx, "s", 2, time.Second, o)
+		} else {
+			_, err = c.AcquirePermit(ctx, "s", 2, time.Second, o)
+		}
+		if err == nil || errors.Is(err, ErrNotAcquired) {
+			t.Errorf("options %+v: error = %v; want the option refused", *o, err)
+		}
+	}
+}
