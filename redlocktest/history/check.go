@@ -46,8 +46,11 @@ type hold struct {
 // Holds are identified by Token: Extend, Release and Lost events of a token
 // without an Acquire event are ignored, and so is a second Acquire of a token
 // (an Acquire with an empty Token is a hold no other event refers to). An
-// Extend with a non-empty Detail failed and does not move the deadline. Check runs in O(n log n) time for n
-// events, plus the number of violations found.
+// Extend with a non-empty Detail failed and does not move the deadline. A
+// name whose Acquire events carry [Event.Limit] > 1 is a semaphore: its
+// permits are holds judged by [Report.Permits] instead of
+// [Report.Overlaps], and by every other invariant as holds of a lock. Check
+// runs in O(n log n) time for n events, plus the number of violations found.
 func Check(events []Event, opts *CheckOptions) *Report {
 	var o CheckOptions
 	if opts != nil {
@@ -77,7 +80,9 @@ func Check(events []Event, opts *CheckOptions) *Report {
 	}
 
 	holds := collectHolds(events, horizon)
-	r.Overlaps = checkOverlaps(holds)
+	limits := semaphores(holds)
+	r.Overlaps = checkOverlaps(holds, limits)
+	r.Permits = checkPermits(holds, limits)
 	r.FenceOrder = checkFenceOrder(holds)
 	r.FenceTies = checkFenceTies(holds)
 	r.StaleWrites = checkStaleWrites(events)

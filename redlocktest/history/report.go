@@ -19,11 +19,22 @@ type Report struct {
 	// believed they held the lock. A believed hold runs from Acquire.At to
 	// the earliest of its Release.At, its Lost.At and its local deadline
 	// (Acquire.Until, moved by every successful Extend of the same token;
-	// the last one counts). Redlock promises no overlap only while faults
+	// the last one counts). Semaphores are judged by Permits instead. Redlock promises no overlap only while faults
 	// stay within a minority of the nodes and clocks are honest, so tests
 	// that break those assumptions expect overlaps and rely on fencing.
 	// Each violation holds the two Acquire events.
 	Overlaps []Violation
+
+	// Permits: a semaphore gave out more permits than it has. A name is a
+	// semaphore when its Acquire events carry [Event.Limit] > 1 (the
+	// largest Limit among them counts); each permit is a hold with a token
+	// of its own, believed as for Overlaps, and at no moment may more than
+	// Limit of them be believed. As for Overlaps, a hold that ends at the
+	// instant another begins is not believed with it. A hold whose
+	// acquisition found Limit others of the name still believed is one
+	// violation: the Acquire events of Limit+1 holds, by Acquire.At (the
+	// newcomer, and the Limit others believed longest after it began).
+	Permits []Violation
 
 	// FenceOrder: fences went backwards. An acquisition B of a lock that
 	// started strictly after an acquisition A of the same lock returned
@@ -31,7 +42,8 @@ type Report struct {
 	// that trusts fences would then reject the newer holder or, worse,
 	// accept the older one after it. Only acquisitions with fences > 0 are
 	// compared. Each violation holds A's and B's Acquire events (for each B,
-	// the earlier A with the largest fence).
+	// the earlier A with the largest fence). The permits of a semaphore are
+	// compared across all its permits, as holds of one lock.
 	FenceOrder []Violation
 
 	// FenceTies: two holds of the same lock with different tokens got the
@@ -39,7 +51,8 @@ type Report struct {
 	// accepts a fence equal to the highest it has seen would then accept
 	// both holders: fences must also tell holders apart. For each fence
 	// shared by several holds, each later hold (by Acquire.At) is one
-	// violation holding the first hold's Acquire event and its own.
+	// violation holding the first hold's Acquire event and its own. Two
+	// permits of a semaphore must not share a fence either.
 	FenceTies []Violation
 
 	// StaleWrites: the downstream store accepted a write whose fence is
@@ -71,7 +84,7 @@ type Report struct {
 
 // Violation is one breach of an invariant found by [Check].
 type Violation struct {
-	Kind   string  // "overlap", "fence-order", "fence-tie", "stale-write", "lost-increment" or "late-loss"
+	Kind   string  // "overlap", "permits", "fence-order", "fence-tie", "stale-write", "lost-increment" or "late-loss"
 	Events []Event // the events involved, as recorded
 	Detail string  // one line a person can read
 }
@@ -79,6 +92,7 @@ type Violation struct {
 // The values of Violation.Kind.
 const (
 	kindOverlap       = "overlap"
+	kindPermits       = "permits"
 	kindFenceOrder    = "fence-order"
 	kindFenceTie      = "fence-tie"
 	kindStaleWrite    = "stale-write"
@@ -94,11 +108,12 @@ func (r *Report) OK() bool {
 	return len(r.Violations()) == 0
 }
 
-// Violations returns all violations in one new slice: overlaps, then fence
-// order, fence ties, stale writes, lost increments and late losses.
+// Violations returns all violations in one new slice: overlaps, then
+// permits, fence order, fence ties, stale writes, lost increments and late
+// losses.
 func (r *Report) Violations() []Violation {
 	var all []Violation
-	for _, vs := range [][]Violation{r.Overlaps, r.FenceOrder, r.FenceTies, r.StaleWrites, r.LostIncrements, r.LateLoss} {
+	for _, vs := range [][]Violation{r.Overlaps, r.Permits, r.FenceOrder, r.FenceTies, r.StaleWrites, r.LostIncrements, r.LateLoss} {
 		all = append(all, vs...)
 	}
 	return all
@@ -121,8 +136,8 @@ func (r *Report) String() string {
 		return b.String()
 	}
 	all := r.Violations()
-	fmt.Fprintf(&b, "\n%d violations: %d overlap, %d fence-order, %d fence-tie, %d stale-write, %d lost-increment, %d late-loss",
-		len(all), len(r.Overlaps), len(r.FenceOrder), len(r.FenceTies), len(r.StaleWrites), len(r.LostIncrements), len(r.LateLoss))
+	fmt.Fprintf(&b, "\n%d violations: %d overlap, %d permits, %d fence-order, %d fence-tie, %d stale-write, %d lost-increment, %d late-loss",
+		len(all), len(r.Overlaps), len(r.Permits), len(r.FenceOrder), len(r.FenceTies), len(r.StaleWrites), len(r.LostIncrements), len(r.LateLoss))
 	for i, v := range all {
 		if i == maxListed {
 			fmt.Fprintf(&b, "\n  ... and %d more", len(all)-maxListed)
