@@ -263,3 +263,24 @@ third-permit  0       6             0         1        0            0           
 		t.Errorf("SummaryTable() wrote\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestTimelinePermits: the timeline shades the stretch a permits violation
+// covers on each of its holds' lanes, as it does for an overlap, and lists
+// the violation under the chart.
+func TestTimelinePermits(t *testing.T) {
+	events := permitsWith(nil, onSem(2, evAcquire("c", "c2", 6, 210, 215, 315)), onSem(2, evRelease("c", "c2", 230)))
+	rep := rt.Check(events, nil)
+	page := renderTimeline(t, "permits", events, rep)
+	keepTimeline(t, "TestTimelinePermits", events, rep)
+	// One shading per hold (c's two permits share a lane), each over
+	// [215ms, 230ms].
+	if got := strings.Count(chart(t, page), `class="ovl"`); got != 3 {
+		t.Errorf("WriteTimeline(third permit) has %d permits shadings; want 3", got)
+	}
+	if got := strings.Count(page, `<td class="kind">permits</td>`); got != 1 {
+		t.Errorf("WriteTimeline(third permit) lists %d permits violations under the chart; want 1", got)
+	}
+	if clean := renderTimeline(t, "clean permits", permitsHistory(2), rt.Check(permitsHistory(2), nil)); strings.Contains(chart(t, clean), `class="ovl"`) {
+		t.Errorf("WriteTimeline(clean permits history) shades a violation; want none")
+	}
+}
