@@ -108,7 +108,7 @@ func isEvent(target rt.Event) func(rt.Event) bool {
 	return func(e rt.Event) bool { return e == target }
 }
 
-type violationCounts struct{ overlap, fence, tie, stale, lost, late int }
+type violationCounts struct{ overlap, permits, fence, tie, stale, lost, late int }
 
 func checkViolationCounts(tb testing.TB, name string, rep *rt.Report, want violationCounts) {
 	tb.Helper()
@@ -117,6 +117,7 @@ func checkViolationCounts(tb testing.TB, name string, rep *rt.Report, want viola
 		got, want int
 	}{
 		{"overlaps", len(rep.Overlaps), want.overlap},
+		{"permits", len(rep.Permits), want.permits},
 		{"fence order", len(rep.FenceOrder), want.fence},
 		{"fence ties", len(rep.FenceTies), want.tie},
 		{"stale writes", len(rep.StaleWrites), want.stale},
@@ -131,7 +132,7 @@ func checkViolationCounts(tb testing.TB, name string, rep *rt.Report, want viola
 	if wantOK := want == (violationCounts{}); rep.OK() != wantOK {
 		tb.Errorf("Check(%s).OK() = %v; want %v", name, rep.OK(), wantOK)
 	}
-	if n := want.overlap + want.fence + want.tie + want.stale + want.lost + want.late; len(rep.Violations()) != n {
+	if n := want.overlap + want.permits + want.fence + want.tie + want.stale + want.lost + want.late; len(rep.Violations()) != n {
 		tb.Errorf("Check(%s).Violations() has %d; want %d", name, len(rep.Violations()), n)
 	}
 }
@@ -300,7 +301,7 @@ func TestReportString(t *testing.T) {
 		events = append(events, evAcquire(fmt.Sprint("c", i), fmt.Sprint("t", i), uint64(i+1), 0, 10+i, 100))
 	}
 	s := rt.Check(events, nil).String()
-	for _, want := range []string{"8 acquisitions", "28 violations: 28 overlap, 0 fence-order", "... and 23 more"} {
+	for _, want := range []string{"8 acquisitions", "28 violations: 28 overlap, 0 permits, 0 fence-order", "... and 23 more"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Report.String() = %q; want it to contain %q", s, want)
 		}
@@ -323,12 +324,12 @@ func TestSummaryTable(t *testing.T) {
 	if err := rt.SummaryTable(&b, rows); err != nil {
 		t.Fatalf("SummaryTable() = %v; want nil", err)
 	}
-	want := `RUN               FAULTS  ACQUISITIONS  OVERLAPS  FENCE-ORDER  FENCE-TIES  STALE-WRITES  LOST-INCREMENTS  LATE-LOSSES  CONTROL
-kill-minority     1       4             0         0            0           0             0                0            -
-control/no-fence  1       4             0         0            0           1             0                0            caught
-control/naive     0       0             0         0            0           0             0                0            MISSED
-fence-tie         0       5             1         0            1           0             0                0            -
-not-run           -       -             -         -            -           -             -                -            -
+	want := `RUN               FAULTS  ACQUISITIONS  OVERLAPS  PERMITS  FENCE-ORDER  FENCE-TIES  STALE-WRITES  LOST-INCREMENTS  LATE-LOSSES  CONTROL
+kill-minority     1       4             0         0        0            0           0             0                0            -
+control/no-fence  1       4             0         0        0            0           1             0                0            caught
+control/naive     0       0             0         0        0            0           0             0                0            MISSED
+fence-tie         0       5             1         0        0            1           0             0                0            -
+not-run           -       -             -         -        -            -           -             -                -            -
 `
 	if got := b.String(); got != want {
 		t.Errorf("SummaryTable() wrote\n%s\nwant\n%s", got, want)

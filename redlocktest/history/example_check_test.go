@@ -31,6 +31,30 @@ func ExampleCheck() {
 	// stale-write: resource "row": a's write with fence 1 accepted (seq 2, at 121.0ms) after b's write with fence 2 (seq 1)
 }
 
+// Permits of a semaphore carry its limit on their Acquire events. Two
+// permits at once are fine for a limit of 2; a third while both are
+// believed is a permits violation, where a lock would report overlaps.
+func ExampleCheck_permits() {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	rec := history.NewRecorder()
+	permit := func(client string, fence uint64, at, until int) {
+		rec.Record(history.Event{Kind: history.Acquire, Client: client, Lock: "pool", Limit: 2,
+			Token: client, Fence: fence, Start: ms(at - 2), At: ms(at), Until: ms(until)})
+	}
+	permit("a", 1, 3, 100)
+	permit("b", 2, 10, 100)
+	rec.Record(history.Event{Kind: history.Release, Client: "a", Lock: "pool", Token: "a", At: ms(50)})
+	permit("c", 3, 50, 150) // a released at this instant: still two
+	permit("d", 4, 60, 80)  // b and c believed: one too many
+
+	rep := history.Check(rec.Events(), nil)
+	for _, v := range rep.Violations() {
+		fmt.Println(v)
+	}
+	// Output:
+	// permits: semaphore "pool" (limit 2): 3 permits believed at once for 20.0ms [60.0ms, 80.0ms]: b's hold (fence 2) [10.0ms, 100.0ms], c's hold (fence 3) [50.0ms, 150.0ms], d's hold (fence 4) [60.0ms, 80.0ms]
+}
+
 // A summary of several runs, with a negative control that must be caught.
 func ExampleSummaryTable() {
 	caught := true
@@ -40,7 +64,7 @@ func ExampleSummaryTable() {
 		{Name: "control/no-fence", Report: broken, ControlCaught: &caught},
 	})
 	// Output:
-	// RUN               FAULTS  ACQUISITIONS  OVERLAPS  FENCE-ORDER  FENCE-TIES  STALE-WRITES  LOST-INCREMENTS  LATE-LOSSES  CONTROL
-	// kill-one-node     1       52            0         0            0           0             0                0            -
-	// control/no-fence  2       40            0         0            0           3             0                0            caught
+	// RUN               FAULTS  ACQUISITIONS  OVERLAPS  PERMITS  FENCE-ORDER  FENCE-TIES  STALE-WRITES  LOST-INCREMENTS  LATE-LOSSES  CONTROL
+	// kill-one-node     1       52            0         0        0            0           0             0                0            -
+	// control/no-fence  2       40            0         0        0            0           3             0                0            caught
 }

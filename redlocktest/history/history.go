@@ -76,7 +76,9 @@ type Kind string
 const (
 	// Acquire: Client acquired Lock. Token identifies the hold, Fence is
 	// its fencing token (0 without fencing), Start is when Acquire was
-	// called, At when it returned, Until the holder's local deadline.
+	// called, At when it returned, Until the holder's local deadline. For
+	// a permit of a semaphore, Limit is the semaphore's number of permits
+	// (see [Report.Permits]); 0 or 1 means Lock is a lock.
 	Acquire Kind = "acquire"
 
 	// AcquireFail: an Acquire of Client on Lock returned an error (Detail),
@@ -132,6 +134,7 @@ type Event struct {
 	Start    time.Duration `json:"start_ns,omitempty"` // when the operation began
 	At       time.Duration `json:"at_ns"`              // when it ended or was observed
 	Until    time.Duration `json:"until_ns,omitempty"` // Acquire, Extend: the holder's local deadline
+	Limit    int           `json:"limit,omitempty"`    // Acquire: permits of the semaphore Lock; 0 or 1 for a lock
 	Accepted bool          `json:"accepted,omitempty"` // Write: the downstream store accepted it
 	Seq      int64         `json:"seq,omitempty"`      // Write: the store's order of acceptance; 0 if rejected
 	Value    int64         `json:"value,omitempty"`    // Write: the value written (for counters: the new count)

@@ -10,23 +10,21 @@ import (
 )
 
 // checkOverlaps sweeps the holds of each lock in order of their start,
-// keeping the holds still believed.
-func checkOverlaps(holds []*hold) []Violation {
+// keeping the holds still believed. Semaphores (names in limits) are left
+// to checkPermits.
+func checkOverlaps(holds []*hold, limits map[string]int) []Violation {
 	var vs []Violation
 	m, names := byLock(holds)
 	for _, name := range names {
+		if limits[name] > 1 {
+			continue
+		}
 		var active []*hold
 		for _, h := range m[name] {
 			if h.end <= h.acq.At {
 				continue // never believed: deadline passed before Acquire returned
 			}
-			kept := active[:0]
-			for _, a := range active {
-				if a.end > h.acq.At {
-					kept = append(kept, a)
-				}
-			}
-			active = kept
+			active = believedAt(active, h.acq.At)
 			for _, a := range active {
 				vs = append(vs, Violation{
 					Kind:   kindOverlap,

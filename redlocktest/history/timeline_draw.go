@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -141,7 +142,9 @@ func (tl *timeline) drawHolds(events []Event, holds []*hold, lockClass map[strin
 	}
 }
 
-// drawOverlaps shades in red the stretch during which two holds overlapped.
+// drawOverlaps shades in red the stretch during which the holds of an
+// overlap (two holds of a lock) or of a permits violation (one more permit
+// than the semaphore has) were all believed.
 func (tl *timeline) drawOverlaps(rep *Report, holds []*hold) {
 	byToken := map[string]*hold{}
 	for _, h := range holds {
@@ -149,16 +152,21 @@ func (tl *timeline) drawOverlaps(rep *Report, holds []*hold) {
 			byToken[h.acq.Token] = h
 		}
 	}
-	for _, v := range rep.Overlaps {
-		if len(v.Events) != 2 {
+	for _, v := range slices.Concat(rep.Overlaps, rep.Permits) {
+		together := make([]*hold, 0, len(v.Events))
+		for _, e := range v.Events {
+			if h := byToken[e.Token]; h != nil {
+				together = append(together, h)
+			}
+		}
+		if len(together) < 2 || len(together) != len(v.Events) {
 			continue
 		}
-		a, b := byToken[v.Events[0].Token], byToken[v.Events[1].Token]
-		if a == nil || b == nil {
-			continue
+		from, to := together[0].acq.At, together[0].end
+		for _, h := range together {
+			from, to = max(from, h.acq.At), min(to, h.end)
 		}
-		from, to := max(a.acq.At, b.acq.At), min(a.end, b.end)
-		for _, h := range []*hold{a, b} {
+		for _, h := range together {
 			l := tl.client[h.acq.Client]
 			if l == nil || to <= from {
 				continue
