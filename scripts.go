@@ -121,6 +121,7 @@ var (
 	fenceScript       = script("fence.lua")
 	inspectScript     = script("inspect.lua")
 	forceScript       = script("force_release.lua")
+	announceScript    = script("announce.lua")
 )
 
 // acquireRequest is attempt value's call of the acquire script: the value,
@@ -212,6 +213,20 @@ func (ls *lease) fenceRequest(fence string) *transport.Request {
 // MaxInspectWaiters waiters of its queue (read only).
 func inspectRequest(k keys) *transport.Request {
 	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
+}
+
+// announceRequest publishes notice ("<term> <value>") on the election
+// channel of ls's name, if the node still holds ls's key.
+func (ls *lease) announceRequest(notice string) *transport.Request {
+	return transport.NewRequest(announceScript, []string{ls.keys.lock}, ls.prefix, electedChannel(ls.keys), notice)
+}
+
+// electedChannel is where the leaders of the election on k's lock are
+// announced: <prefix>elected:<lock key>, beside the release channel
+// <prefix>released:<lock key>.
+func electedChannel(k keys) string {
+	prefix := k.channel[:len(k.channel)-len(k.lock)-len("released:")]
+	return prefix + "elected:" + k.lock
 }
 
 // forceRequest deletes name's lock (and a plain lock's meta key) whoever
