@@ -3,8 +3,11 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redlock-go/redlock/internal/transport"
 )
@@ -35,10 +38,11 @@ type Leadership struct {
 // local deadline.
 //
 // value says who leads (an address, "host pid"): every observer reads it.
-// It must be non-empty, at most [MaxMetadataLen] bytes of UTF-8.
+// It must be non-empty, at most [MaxMetadataLen] bytes of UTF-8 with no
+// control character.
 //
-// Once it leads, Campaign announces "<term> <value>" on the election's
-// channel on every node ([Options].KeyPrefix + "elected:" + the lock key),
+// Once it leads, Campaign records the term beside the value on the nodes
+// and announces "<term> <value>" on the election's channel on every node ([Options].KeyPrefix + "elected:" + the lock key),
 // waiting for a quorum at most (a slow minority is not waited for). A failed
 // announce is not an error: observers also poll. Campaign fails as Acquire
 // does (errors matching [ErrNotAcquired], and ctx's error or [ErrClosed]
@@ -53,21 +57,24 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, v
 	if err := checkMetadata(value); err != nil {
 		return nil, err
 	}
+	if strings.ContainsFunc(value, unicode.IsControl) {
+		return nil, fmt.Errorf("redlock: leader value %q contains a control character: use printable text such as \"10.0.0.7:8080\"", value)
+	}
 	l, err := c.Acquire(ctx, name, ttl, &AcquireOptions{AutoExtend: true, Metadata: value})
 	if err != nil {
 		return nil, err
 	}
-	c.announce(l, value)
+	c.announce(l)
 	return &Leadership{l: l, value: value}, nil
 }
 
-// announce publishes "<term> <value>" on the election channel of l's name on
-// every node that still holds l, and returns once a quorum has answered (or
+// announce records l's term beside its value on every node that still
+// holds l (Leader reads it there) and publishes "<term> <value>" on the
+// election channel of l's name, and returns once a quorum has answered (or
 // the node timeout passed). It is bounded by the Client's life, not by the
 // caller's context, which may end the moment Campaign returns.
-func (c *Client) announce(l *Lock, value string) {
-	notice := strconv.FormatUint(l.fence, 10) + " " + value
-	sendRound(c.life, c, l.ls.announceRequest(notice), &transport.Spec[int64]{
+func (c *Client) announce(l *Lock) {
+	sendRound(c.life, c, l.ls.announceRequest(strconv.FormatUint(l.fence, 10)), &transport.Spec[int64]{
 		Need: c.quorum, PerNode: l.ls.timeout, Parse: int64Reply,
 		Accept: func(v int64, err error) bool { return err == nil && v >= 0 }})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,30 +38,35 @@ var ErrLeaderUnknown = errors.New("redlock: leader unknown: fewer than a quorum 
 // taken). With fewer answers it returns an error matching
 // [ErrLeaderUnknown]; it also fails for a bad name or when ctx ends.
 //
-// The term is the largest fence counter among the nodes that hold the
-// leader's key. That is the leader's fence: its acquisition set the
-// counter of every node it won to at most its fence F (each INCR there
-// gave at most F, and the write-back raises counters to F, no higher);
-// and a node that holds the key refuses every other acquisition before it
-// increments, so the counter of a held key does not move while it is
-// held. Some node of the holding quorum has reached F: either the quorum
-// whose INCR gave exactly F (the fast path) or the write-back's quorum
-// meets every quorum. One exception: a node whose success came after the
-// acquisition was decided, whose counter was ahead of every other node's
-// (counters diverged after a node lost its data), can show more than F.
+// The term is the one the leader's Campaign recorded beside its value on
+// the nodes. Until that record lands (one round trip after the leader
+// won), or where it failed everywhere, the term is the largest fence
+// counter among the nodes that hold the leader's key: no counter of theirs
+// moves while they hold it (a held key is refused to every other
+// acquisition before its counter is touched), and one of them gave the
+// leader its fence, but a node whose grant came after the acquisition was
+// decided can show more, when contention or a lost node left the counters
+// apart.
 //
 // Like Inspect, Leader tells what was true at some instant: decide who may
 // write with the term and a guard, not with Leader.
 func (c *Client) Leader(ctx context.Context, name string) (*LeaderInfo, error) {
+	info, _, err := c.leader(ctx, name)
+	return info, err
+}
+
+// leader is Leader, also reporting whether the leader's term was read from
+// its record (announced) rather than from the counters.
+func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, announced bool, err error) {
 	if err := c.made(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	start := c.clock.Now()
 	st, err := c.Inspect(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	info := &LeaderInfo{Name: name}
+	info = &LeaderInfo{Name: name}
 	if st.Answered < c.quorum {
 		errs := []error{fmt.Errorf("%w: %d of %d nodes answered, %d needed", ErrLeaderUnknown, st.Answered, len(st.Nodes), c.quorum)}
 		for _, ns := range st.Nodes {
@@ -67,21 +74,30 @@ func (c *Client) Leader(ctx context.Context, name string) (*LeaderInfo, error) {
 				errs = append(errs, ns.Err)
 			}
 		}
-		return info, errors.Join(errs...)
+		return info, false, errors.Join(errs...)
 	}
 	if !st.Held {
-		return info, nil
+		return info, false, nil
 	}
-	var ttls []time.Duration
+	var (
+		ttls    []time.Duration
+		counter uint64
+	)
 	for _, ns := range st.Nodes {
 		if !ns.Held || ns.Token != st.Holder {
 			continue
 		}
-		info.Term = max(info.Term, ns.Fence)
-		if info.Value == "" {
+		counter = max(counter, ns.Fence)
+		ttls = append(ttls, ns.TTL)
+		value, term, ok := strings.Cut(ns.Metadata, termSep)
+		if t, err := strconv.ParseUint(term, 10, 64); ok && err == nil {
+			info.Value, info.Term, announced = value, t, true
+		} else if !announced {
 			info.Value = ns.Metadata
 		}
-		ttls = append(ttls, ns.TTL)
+	}
+	if !announced {
+		info.Term = counter
 	}
 	// The quorum-th largest TTL: the leader's keys live that long on a
 	// quorum of the nodes.
@@ -89,5 +105,5 @@ func (c *Client) Leader(ctx context.Context, name string) (*LeaderInfo, error) {
 	q := ttls[len(ttls)-c.quorum]
 	info.Held = true
 	info.Remaining = max(q-drift(q, c.opts.DriftFactor)-c.clock.Now().Sub(start), 0)
-	return info, nil
+	return info, announced, nil
 }

@@ -93,6 +93,12 @@ func (c *Client) follow(ctx context.Context, name string, interval time.Duration
 		sent bool       // out has had an entry
 		last LeaderInfo // the last entry sent
 		term uint64     // the highest term sent
+		// A leader whose term is not recorded yet (see Client.Leader) is
+		// sent only once a read at least interval later still finds it
+		// so: its recorded term comes one round trip after it won, and the
+		// counters' term may be higher.
+		unannounced      uint64
+		unannouncedSince time.Time
 	)
 	poll := time.NewTimer(0) // the first read at once
 	defer poll.Stop()
@@ -105,9 +111,17 @@ func (c *Client) follow(ctx context.Context, name string, interval time.Duration
 		case <-kick:
 			poll.Reset(min(observeSettle, interval))
 		}
-		info, err := c.Leader(ctx, name)
+		info, announced, err := c.leader(ctx, name)
 		if err != nil {
 			continue // unknown: nothing to tell
+		}
+		if info.Held && !announced {
+			if now := c.clock.Now(); info.Term != unannounced {
+				unannounced, unannouncedSince = info.Term, now
+				continue
+			} else if now.Sub(unannouncedSince) < interval {
+				continue
+			}
 		}
 		changed := !sent || info.Held != last.Held || info.Held && info.Term != last.Term
 		if !changed || info.Held && info.Term < term {

@@ -215,11 +215,17 @@ func inspectRequest(k keys) *transport.Request {
 	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
 }
 
-// announceRequest publishes notice ("<term> <value>") on the election
-// channel of ls's name, if the node still holds ls's key.
-func (ls *lease) announceRequest(notice string) *transport.Request {
-	return transport.NewRequest(announceScript, []string{ls.keys.lock}, ls.prefix, electedChannel(ls.keys), notice)
+// announceRequest records term with ls's metadata (value) and publishes
+// "<term> <value>" on the election channel of ls's name, if the node still
+// holds ls's key.
+func (ls *lease) announceRequest(term string) *transport.Request {
+	k := ls.keys
+	return transport.NewRequest(announceScript, []string{k.lock, k.meta}, ls.prefix, electedChannel(k),
+		term+" "+ls.meta, ls.metaArg+termSep+term)
 }
+
+// termSep ends a leader's value in its lock's metadata, before its term.
+const termSep = "\n"
 
 // electedChannel is where the leaders of the election on k's lock are
 // announced: <prefix>elected:<lock key>, beside the release channel
