@@ -28,6 +28,11 @@
 // Because each attempt deletes only its own value, a cleanup that reaches a
 // node late never deletes the key of a later attempt.
 //
+// Leader election is the lock with a value: [Client.Campaign] waits until
+// the client leads (holds the lock, its value as the metadata, extended by
+// the watchdog) and returns a [Leadership] whose term is the lock's fence;
+// [Client.Leader] reads who leads and [Client.Observe] follows the changes.
+//
 // Waiting calls line up in one order that every node keeps alike: each node
 // grants a free key only to the head of the name's queue (ordered by the
 // time each call began to contend, as its client saw it), and a release

@@ -122,6 +122,7 @@ var (
 	fenceScript       = script("fence.lua")
 	inspectScript     = script("inspect.lua")
 	forceScript       = script("force_release.lua")
+	announceScript    = script("announce.lua")
 
 	// A semaphore's (permit.go): a slot is taken and extended by the
 	// lock's scripts, wrapped in the semaphore's checks.
@@ -280,6 +281,26 @@ func (ls *lease) fenceRequest(fence string) *transport.Request {
 // MaxInspectWaiters waiters of its queue (read only).
 func inspectRequest(k keys) *transport.Request {
 	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
+}
+
+// announceRequest records term with ls's metadata (value) and publishes
+// "<term> <value>" on the election channel of ls's name, if the node still
+// holds ls's key.
+func (ls *lease) announceRequest(term string) *transport.Request {
+	k := ls.keys
+	return transport.NewRequest(announceScript, []string{k.lock, k.meta}, ls.prefix, electedChannel(k),
+		term+" "+ls.meta, ls.metaArg+termSep+term)
+}
+
+// termSep ends a leader's value in its lock's metadata, before its term.
+const termSep = "\n"
+
+// electedChannel is where the leaders of the election on k's lock are
+// announced: <prefix>elected:<lock key>, beside the release channel
+// <prefix>released:<lock key>.
+func electedChannel(k keys) string {
+	prefix := k.channel[:len(k.channel)-len(k.lock)-len("released:")]
+	return prefix + "elected:" + k.lock
 }
 
 // forceRequest deletes name's lock (and a plain lock's meta key) whoever

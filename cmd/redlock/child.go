@@ -84,7 +84,7 @@ func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name
 	}
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args[0] = command[0]
-	cmd.Env = childEnv(name, lock)
+	cmd.Env = append(childEnv(name, lock), o.extraEnv...)
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr

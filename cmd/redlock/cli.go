@@ -31,6 +31,8 @@ const mainUsage = `usage: redlock COMMAND [flags] [ARGS]
 commands:
   run     [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
   status  [flags] NAME                        show lock NAME on every node
+  elect   [flags] NAME -- COMMAND [ARGS...]   run COMMAND while leading election NAME
+  leader  [flags] NAME                        show the leader of election NAME
   break   --yes [flags] NAME                  delete lock NAME on every node (dangerous)
   help    [COMMAND]                           show help for COMMAND
 
@@ -84,6 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "break":
 		return breakCmd(ctx, args[1:], stdout, stderr)
+	case "elect":
+		return electCmd(ctx, args[1:], stdout, stderr)
+	case "leader":
+		return leaderCmd(ctx, args[1:], stdout, stderr)
 	case "demo":
 		fmt.Fprintln(stderr, demoMoved)
 		return exitUsage
@@ -93,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status or break (see 'redlock help')\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q: use run, status, break, elect or leader (see 'redlock help')\n", args[0])
 		return exitUsage
 	}
 }
@@ -111,11 +117,15 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		fs, _ = statusFlags(io.Discard)
 	case "break":
 		fs, _ = breakFlags(io.Discard)
+	case "elect":
+		fs, _ = electFlags(io.Discard)
+	case "leader":
+		fs, _ = leaderFlags(io.Discard)
 	case "demo":
 		fmt.Fprintln(stderr, demoMoved)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status' or 'break'\n", args[0])
+		fmt.Fprintf(stderr, "redlock: no help for %q: use 'redlock help run', 'status', 'break', 'elect' or 'leader'\n", args[0])
 		return exitUsage
 	}
 	fs.SetOutput(stdout)

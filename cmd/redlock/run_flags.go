@@ -55,6 +55,7 @@ type runOptions struct {
 	conflictExit int
 	metadata     string // the holder's metadata (--metadata, or holderMetadata); "" with --no-metadata
 	noMetadata   bool
+	extraEnv     []string // more variables for the command (elect's REDLOCK_TERM)
 }
 
 // maxGrace is the longest --grace allowed: what a lease has left when the

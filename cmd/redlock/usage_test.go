@@ -11,7 +11,7 @@ import (
 // --name (and -v, a one-letter flag), never -name (the built binary).
 func TestHelpWritesFlagsAsDocs(t *testing.T) {
 	flagLine := regexp.MustCompile(`^  (-+)(\S+)`)
-	for _, cmd := range []string{"run", "status", "break"} {
+	for _, cmd := range []string{"run", "status", "break", "elect", "leader"} {
 		for _, args := range [][]string{{"help", cmd}, {cmd, "--help"}} {
 			code, stdout, stderr := execCLI(t, args...)
 			if code != exitOK {

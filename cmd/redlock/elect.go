@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/cliflags"
+)
+
+const electUsage = `usage: redlock elect [flags] NAME -- COMMAND [ARGS...]
+
+Campaign in election NAME: wait until this process leads (it holds lock
+NAME, with --value as who leads), then run COMMAND while it leads, as
+'redlock run' does: the watchdog extends the leadership every TTL/3, and
+when the leadership is lost COMMAND's process group gets SIGTERM, then
+SIGKILL after --grace (exit 76). When COMMAND exits, the leadership is
+resigned and the next candidate leads. 'redlock leader NAME' shows who
+leads.
+
+COMMAND gets run's variables (REDLOCK_NAME, REDLOCK_TOKEN, REDLOCK_FENCE)
+and REDLOCK_TERM, the leadership's term: its fence, larger than every
+earlier leader's. Send it with every write only the leader may make.
+
+--value TEXT says who leads (default "host HOST pid PID"), at most 256
+bytes of printable UTF-8; every observer reads it.
+
+Exit codes: as run's (see 'redlock help run'); 75 when --wait ran out
+before this process led.
+
+` + nodesHelp + `
+Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
+--wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --value $REDLOCK_VALUE,
+--node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX, -v
+$REDLOCK_VERBOSE, --nodes $REDLOCK_NODES. The command line wins.
+
+Flags:
+`
+
+func electFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
+	o := &runOptions{wait: waitFlag{forever: true}, conflictExit: exitTempFail}
+	fs := flag.NewFlagSet("redlock elect", flag.ContinueOnError)
+	fs.SetOutput(out)
+	o.register(fs, true)
+	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "leadership lease; the watchdog extends it every ttl/3")
+	fs.Var(&o.wait, "wait", "how long to campaign: a `duration`, or forever")
+	fs.DurationVar(&o.grace, "grace", defaultGrace, "after a lost leadership, time between SIGTERM and SIGKILL; at most ttl - ttl/3 - drift - node timeout")
+	fs.BoolVar(&o.verbose, "v", false, "report leadership and resignation on stderr")
+	fs.StringVar(&o.metadata, "value", "", "who leads: `text` every observer reads (default \"host HOST pid PID\")")
+	cliflags.SetUsage(fs, electUsage)
+	return fs, o
+}
+
+// parseElect parses the elect command line: flags and NAME before "--",
+// the command after it.
+func parseElect(args []string, stdout io.Writer) (o *runOptions, name string, command []string, err error) {
+	fs, o := electFlags(io.Discard)
+	i := slices.Index(args, "--")
+	flagArgs := args
+	if i >= 0 {
+		flagArgs, command = args[:i], args[i+1:]
+	}
+	pos, err := parseInterspersed(fs, flagArgs)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return nil, "", nil, err
+	}
+	if err != nil {
+		return nil, "", nil, usagef("elect", "redlock: elect: %s", cliflags.FlagError(err))
+	}
+	set, err := applyEnv("elect", fs)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	switch {
+	case len(pos) == 0 || pos[0] == "":
+		return nil, "", nil, usagef("elect", "redlock: elect: missing election NAME: redlock elect [flags] NAME -- COMMAND [ARGS...]")
+	case i < 0:
+		return nil, "", nil, usagef("elect", "redlock: elect: missing -- before the command: redlock elect [flags] %s -- COMMAND [ARGS...]", pos[0])
+	case len(pos) > 1:
+		return nil, "", nil, usagef("elect", "redlock: elect: unexpected argument %q after NAME %q: put the command after --", pos[1], pos[0])
+	case len(command) == 0:
+		return nil, "", nil, usagef("elect", "redlock: elect: missing command after --")
+	case o.ttl <= 0:
+		return nil, "", nil, usagef("elect", "redlock: elect: --ttl %v: want a positive duration such as 30s", o.ttl)
+	case o.grace < 0:
+		return nil, "", nil, usagef("elect", "redlock: elect: --grace %v: want 0 or a positive duration", o.grace)
+	case o.nodeTimeout < 0:
+		return nil, "", nil, usagef("elect", "redlock: elect: --node-timeout %v: want a positive duration", o.nodeTimeout)
+	case set["value"] && (o.metadata == "" || len(o.metadata) > redlock.MaxMetadataLen || !utf8.ValidString(o.metadata) || strings.ContainsFunc(o.metadata, unicode.IsControl)):
+		return nil, "", nil, usagef("elect", "redlock: elect: --value: want 1 to %d bytes of printable UTF-8 text, such as an address", redlock.MaxMetadataLen)
+	}
+	if !set["value"] {
+		host, err := os.Hostname()
+		if err != nil {
+			host = "?"
+		}
+		o.metadata = fmt.Sprintf("host %s pid %d", host, os.Getpid())
+	}
+	maxGrace := o.maxGrace()
+	switch {
+	case !set["grace"]:
+		o.grace = max(min(defaultGrace, maxGrace), 0)
+	case o.grace > maxGrace:
+		return nil, "", nil, usagef("elect", "redlock: elect: --grace %v is longer than the %v a --ttl %v lease has left after a failed extend: give a shorter --grace or a longer --ttl",
+			o.grace, max(maxGrace, 0), o.ttl)
+	}
+	return o, pos[0], command, nil
+}
+
+func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, name, command, err := parseElect(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return reportUsage(stderr, err)
+	}
+	s, code := openSession("elect", &o.nodeFlags, o.ttl, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwarded...)
+	defer signal.Stop(sigc)
+	if code, ok := s.checkQuorum(ctx, stderr); !ok {
+		return code
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !o.wait.forever {
+		cctx, cancel = context.WithTimeout(cctx, o.wait.d)
+		defer cancel()
+	}
+	if o.verbose {
+		fmt.Fprintf(stderr, "redlock: campaigning in %q as %q (--wait %v)\n", name, o.metadata, o.wait.String())
+	}
+	type result struct {
+		ld  *redlock.Leadership
+		err error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		ld, err := s.client.Campaign(cctx, name, o.ttl, o.metadata)
+		resc <- result{ld, err}
+	}()
+	var res result
+	select {
+	case res = <-resc:
+	case sig := <-sigc:
+		cancel()
+		if res = <-resc; res.err == nil {
+			releaseQuietly(ctx, res.ld.Lock())
+		}
+		fmt.Fprintf(stderr, "redlock: got %v while campaigning in %q: nothing was run\n", sig, name)
+		return 128 + int(sig.(syscall.Signal))
+	}
+	if res.err != nil {
+		switch {
+		case !errors.Is(res.err, redlock.ErrNotAcquired):
+			return reportUsage(stderr, usagef("elect", "%s", trimPrefix(res.err)))
+		case ctx.Err() != nil:
+			fmt.Fprintf(stderr, "redlock: stopped while campaigning in %q: nothing was run\n", name)
+			return exitTempFail
+		}
+		if code, ok := s.checkQuorum(ctx, stderr); !ok {
+			return code
+		}
+		fmt.Fprintf(stderr, "redlock: did not lead %q within --wait %v (%s); nothing was run\n", name, o.wait.String(), trimPrefix(res.err))
+		return exitTempFail
+	}
+	ld := res.ld
+	if o.verbose {
+		fmt.Fprintf(stderr, "redlock: leading %q (term %d)\n", name, ld.Term())
+	}
+	o.extraEnv = []string{"REDLOCK_TERM=" + strconv.FormatUint(ld.Term(), 10)}
+	code, lost := superviseChild(ctx, ld.Lock(), o, name, command, sigc, stdout, stderr)
+
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	relErr := ld.Resign(rctx)
+	if lost || errors.Is(relErr, redlock.ErrLost) {
+		fmt.Fprintf(stderr, "redlock: leadership of %q was lost before the command finished (it %s): another may have led meanwhile; exit %d\n", name, describeExit(code), exitLost)
+		return exitLost
+	}
+	if relErr != nil {
+		fmt.Fprintf(stderr, "redlock: warning: resigning %q: %s (the leadership expires by itself within --ttl %v)\n", name, trimPrefix(relErr), o.ttl)
+	} else if o.verbose {
+		fmt.Fprintf(stderr, "redlock: resigned %q\n", name)
+	}
+	return code
+}

@@ -1,0 +1,26 @@
+-- Announce a new leader of an election (election.go): record its term with
+-- its value, and tell the observers.
+-- KEYS[1] the lock key; KEYS[2] its meta key; ARGV[1] the leader's prefix
+-- "<token>." (matches the value of every attempt of its Campaign); ARGV[2]
+-- the election's channel; ARGV[3] the notice, "<term> <value>"; ARGV[4] the
+-- meta key's new text, "<token>:<value>\n<term>".
+-- Only while the node holds the key for that leader, so that a leader whose
+-- announce comes after its loss never announces itself over its successor:
+-- the meta key is rewritten with the lock key's expiry (the watchdog's
+-- extends move both), then the notice published. A refused PUBLISH (an ACL
+-- without the channel) leaves the term recorded.
+-- Returns the number of subscribers the notice reached, or -1 when the node
+-- does not hold the key for the leader.
+local cur = redis.pcall('GET', KEYS[1])
+if type(cur) ~= 'string' or string.sub(cur, 1, #ARGV[1]) ~= ARGV[1] then
+  return -1
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl > 0 then
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', pttl)
+end
+local n = redis.pcall('PUBLISH', ARGV[2], ARGV[3])
+if type(n) ~= 'number' then
+  return 0
+end
+return n
