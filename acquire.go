@@ -105,6 +105,9 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	a.w.done.Store(true)
 	a.stopWaiting(err)
 	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
+	if ls.permit != nil {
+		ev.Limit = int(ls.permit.limit)
+	}
 	if err != nil {
 		if attempts > 0 {
 			c.leaveQueue(ctx, a.cl.ls, a.w)

@@ -80,6 +80,7 @@ type Event struct {
 	Attempts int       // EventAcquire: attempts made
 	Auto     bool      // EventExtend: made by the watchdog
 	Waiting  bool      // EventWait: the call started waiting (false: it stopped)
+	Limit    int       // a permit's events ([Client.AcquirePermit]): the semaphore's limit; 0 for a lock's
 	Err      error     // nil on success
 
 	// EventNode only: the operation (EventAcquire, EventExtend or
