@@ -25,7 +25,7 @@ var lockUserRules = []string{
 	"+type", "+exists", "+get", "+set", "+del", "+incr", "+pexpire", "+pttl", "+time",
 	"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zrank", "+zscan",
 	"+hset", "+hget", "+hdel", "+hexists", "+hlen",
-	"~redlock:*", "&redlock:released:*",
+	"~redlock:*", "&redlock:released:*", "&redlock:elected:*",
 }
 
 // aclUser creates user (password "pw-"+user) with rules on every node,

@@ -29,6 +29,21 @@ func TestZeroClient(t *testing.T) {
 		"Inspect":      func(c *Client) error { _, err := c.Inspect(ctx, "job"); return err },
 		"ForceRelease": func(c *Client) error { _, err := c.ForceRelease(ctx, "job"); return err },
 		"Close":        func(c *Client) error { return c.Close() },
+		"AcquirePermit": func(c *Client) error {
+			_, err := c.AcquirePermit(ctx, "job", 2, time.Second, nil)
+			return err
+		},
+		"TryAcquirePermit": func(c *Client) error {
+			_, err := c.TryAcquirePermit(ctx, "job", 2, time.Second, nil)
+			return err
+		},
+		"InspectPermits": func(c *Client) error { _, err := c.InspectPermits(ctx, "job", 2); return err },
+		"Campaign": func(c *Client) error {
+			_, err := c.Campaign(ctx, "job", time.Second, "me")
+			return err
+		},
+		"Leader":  func(c *Client) error { _, err := c.Leader(ctx, "job"); return err },
+		"Observe": func(c *Client) error { _, err := c.Observe(ctx, "job", nil); return err },
 	}
 	// Methods without an error: a value that says "nothing" instead.
 	noErr := map[string]func(t *testing.T, c *Client){
