@@ -60,3 +60,40 @@ func (l *redlockLocker) close() {
 	_ = l.c.Close()
 	closeClients(l.clients)
 }
+
+// redlockPermitLocker takes a permit of a semaphore of limit permits
+// (fenced) where the others take a lock: each key is a semaphore.
+type redlockPermitLocker struct {
+	*redlockLocker
+	limit int
+}
+
+type redlockPermit struct{ *redlock.Permit }
+
+func (h redlockPermit) release(ctx context.Context) error { return h.Release(ctx) }
+
+func openRedlockPermit(limit int) func([]string) (locker, error) {
+	return func(addrs []string) (locker, error) {
+		l, err := openRedlock(false)(addrs)
+		if err != nil {
+			return nil, err
+		}
+		return &redlockPermitLocker{redlockLocker: l.(*redlockLocker), limit: limit}, nil
+	}
+}
+
+func (l *redlockPermitLocker) tryLock(ctx context.Context, key string) (held, error) {
+	p, err := l.c.TryAcquirePermit(ctx, key, l.limit, ttl, nil)
+	if err != nil {
+		return nil, err
+	}
+	return redlockPermit{p}, nil
+}
+
+func (l *redlockPermitLocker) lock(ctx context.Context, key string) (held, error) {
+	p, err := l.c.AcquirePermit(ctx, key, l.limit, ttl, nil)
+	if err != nil {
+		return nil, err
+	}
+	return redlockPermit{p}, nil
+}

@@ -44,6 +44,9 @@ type contender struct {
 	floor bool
 	// many: S7 (many names) applies.
 	many bool
+	// permit: a semaphore's permit in place of a lock (S1 and S2 only:
+	// beside the lock, what the semaphore's checks cost).
+	permit bool
 }
 
 func contenders() []contender {
@@ -53,6 +56,7 @@ func contenders() []contender {
 		{name: "floor (fenced)", open: openFloor(floorFenced), nodes: 5, floor: true},
 		{name: "redlock (fenced)", open: openRedlock(false), nodes: 5, many: true},
 		{name: "redlock (unfenced)", open: openRedlock(true), nodes: 5, many: true},
+		{name: "redlock permit (limit 4)", open: openRedlockPermit(4), nodes: 5, permit: true},
 		{name: "redsync", open: openRedsync(false), nodes: 5, many: true},
 		{name: "redsync (FailFast)", open: openRedsync(true), nodes: 5},
 		{name: "redislock (1 node)", open: openRedislock, nodes: 1},

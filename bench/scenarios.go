@@ -42,8 +42,8 @@ const (
 	kCPU               // seconds, shown as µs with a decimal below 100 µs
 )
 
-func notFloor(c contender) bool { return !c.floor }
-func allNodes(c contender) bool { return c.nodes == 5 }
+func notFloor(c contender) bool { return !c.floor && !c.permit }
+func allNodes(c contender) bool { return c.nodes == 5 && !c.permit }
 func everyone(contender) bool   { return true }
 func latencyCols() []column {
 	return append([]column{
