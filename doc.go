@@ -28,6 +28,11 @@
 // Because each attempt deletes only its own value, a cleanup that reaches a
 // node late never deletes the key of a later attempt.
 //
+// A semaphore admits at most limit holders: [Client.AcquirePermit] takes
+// one of limit slots, each a lock on the quorum (counting holders per node
+// would not be safe), and returns a [Permit] with the lock's lease, fence
+// and signals; waiters queue in the fair order below.
+//
 // Leader election is the lock with a value: [Client.Campaign] waits until
 // the client leads (holds the lock, its value as the metadata, extended by
 // the watchdog) and returns a [Leadership] whose term is the lock's fence;
