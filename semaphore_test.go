@@ -217,3 +217,77 @@ func TestSemaphoreBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSemaphoreLeavesOnlyTheCounter: once every permit is released (one
+// of them after a waiter queued at the gate) and their TTL has passed,
+// the nodes keep the semaphore's fence counter and nothing else.
+func TestSemaphoreLeavesOnlyTheCounter(t *testing.T) {
+	ns := nodes(t, 3)
+	a, b := newTestClient(t, ns, nil), newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	const ttl = 700 * time.Millisecond
+	p, err := a.AcquirePermit(ctx, name, 1, ttl, &AcquireOptions{Metadata: "job 1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		q, err := b.AcquirePermit(ctx, name, 1, ttl, nil)
+		if err == nil {
+			err = q.Release(ctx)
+		}
+		got <- err
+	}()
+	waitUntil(t, "the second call waits at the gate", func() bool {
+		st, err := a.InspectPermits(ctx, name, 1)
+		return err == nil && st.Waiting == 1
+	})
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+	time.Sleep(ttl + queueTTL + 200*time.Millisecond)
+	sk := semKeysOf(a.opts.KeyPrefix, name)
+	for i, n := range ns {
+		keys, err := n.Keys(ctx, sk.base+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 || keys[0] != sk.fence {
+			t.Errorf("node %d: keys left %v; want only the fence counter %s", i, keys, sk.fence)
+		}
+	}
+}
+
+// TestSemaphoreLimitOutlivesEveryPermit: a short permit taken and extended
+// after a long one never shortens the nodes' record of the limit under the
+// long one: a client with another limit is refused for as long as the
+// long permit lives.
+func TestSemaphoreLimitOutlivesEveryPermit(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	long, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Release(ctx)
+	short, err := c.AcquirePermit(ctx, name, 2, 400*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Extend(ctx, 400*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // past the short permit's TTL
+	if _, err := c.TryAcquirePermit(ctx, name, 3, time.Second, nil); !errors.Is(err, ErrLimitMismatch) {
+		t.Errorf("limit 3 while a limit-2 permit lives = %v; want ErrLimitMismatch (the short permit must not have shortened the limit's record)", err)
+	}
+}
