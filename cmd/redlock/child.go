@@ -9,12 +9,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/redlock-go/redlock"
 )
 
 // groupPoll is how often redlock looks whether the command's process group
@@ -22,20 +19,16 @@ import (
 const groupPoll = 50 * time.Millisecond
 
 // childEnv is redlock's environment for the command: without
-// $REDLOCK_NODES (it may hold passwords) and with the lock's variables.
-func childEnv(name string, lock *redlock.Lock) []string {
-	env := make([]string, 0, len(os.Environ())+3)
+// $REDLOCK_NODES (it may hold passwords) and with h's variables.
+func childEnv(name string, h holder) []string {
+	env := make([]string, 0, len(os.Environ())+5)
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, nodesEnv+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env,
-		"REDLOCK_NAME="+name,
-		"REDLOCK_TOKEN="+lock.Token(),
-		"REDLOCK_FENCE="+strconv.FormatUint(lock.Fence(), 10),
-	)
+	return append(env, holdEnv(name, h)...)
 }
 
 // childEvent is what wait4 says about the command: stopped by a signal, or
@@ -70,9 +63,10 @@ func waitLeader(pid int, events chan<- childEvent) {
 
 // superviseChild runs the command and waits for it and for every process
 // left in its process group, forwarding signals, handing it the terminal,
-// and stopping the whole group if the lock is lost. It returns the
-// command's exit code and whether the lock was lost while the group ran.
-func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name string, command []string, sigc <-chan os.Signal, stdout, stderr io.Writer) (code int, lost bool) {
+// and stopping the whole group if h (the lock or permit) is lost. It
+// returns the command's exit code and whether h was lost while the group
+// ran.
+func superviseChild(ctx context.Context, h holder, o *runOptions, name string, command []string, sigc <-chan os.Signal, stdout, stderr io.Writer) (code int, lost bool) {
 	path, err := exec.LookPath(command[0])
 	if err != nil {
 		code := exitCannotExec
@@ -84,7 +78,7 @@ func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name
 	}
 	cmd := exec.Command(path, command[1:]...)
 	cmd.Args[0] = command[0]
-	cmd.Env = append(childEnv(name, lock), o.extraEnv...)
+	cmd.Env = append(childEnv(name, h), o.extraEnv...)
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -135,7 +129,7 @@ func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name
 		_ = cmd.Wait() // joins the output copiers; the status came from waitLeader
 	}()
 
-	lockDone := lock.Done()
+	lockDone := h.Done()
 	ctxDone := ctx.Done()
 	var killc, pollc <-chan time.Time
 	leaderGone := false
@@ -180,7 +174,7 @@ func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name
 				continue
 			}
 			// SIGCONT: the shell's fg or bg, or redlock continued by hand.
-			if leaderGone || lock.Err() != nil || !time.Now().Before(lock.ValidUntil()) {
+			if leaderGone || h.Err() != nil || !time.Now().Before(h.ValidUntil()) {
 				continue // a lost lock continues the group with its SIGTERM
 			}
 			if tty != nil {
@@ -194,7 +188,7 @@ func superviseChild(ctx context.Context, lock *redlock.Lock, o *runOptions, name
 		case <-lockDone:
 			lockDone = nil
 			lost = true
-			fmt.Fprintf(stderr, "redlock: lock %q lost while the command ran (an extend failed its quorum or came too late): sending SIGTERM to its process group, SIGKILL in %v\n", name, o.grace)
+			fmt.Fprintf(stderr, "redlock: %s lost while the command ran (an extend failed its quorum or came too late): sending SIGTERM to its process group, SIGKILL in %v\n", holdName(name, h), o.grace)
 			signalGroup(syscall.SIGTERM)
 			signalGroup(syscall.SIGCONT) // a stopped group gets the SIGTERM now
 			t := time.NewTimer(o.grace)

@@ -30,7 +30,9 @@ const mainUsage = `usage: redlock COMMAND [flags] [ARGS]
 
 commands:
   run     [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
+                                              (-n N: at most N at once, a semaphore)
   status  [flags] NAME                        show lock NAME on every node
+                                              (-n N: the N permits of semaphore NAME)
   elect   [flags] NAME -- COMMAND [ARGS...]   run COMMAND while leading election NAME
   leader  [flags] NAME                        show the leader of election NAME
   break   --yes [flags] NAME                  delete lock NAME on every node (dangerous)
@@ -40,9 +42,9 @@ commands:
 
 ` + nodesHelp + `
 Every flag --FLAG falls back to $REDLOCK_FLAG (upper case, - as _: --ttl
-$REDLOCK_TTL, --node-timeout $REDLOCK_NODE_TIMEOUT, -v $REDLOCK_VERBOSE);
-the command line wins. Run 'redlock help run'
-for the exit codes.
+$REDLOCK_TTL, --node-timeout $REDLOCK_NODE_TIMEOUT, -v $REDLOCK_VERBOSE,
+-n $REDLOCK_PERMITS); the command line wins. Run 'redlock help run' for
+the exit codes.
 `
 
 // nodesHelp describes node URLs, for the usage texts.
@@ -143,10 +145,13 @@ func version() string {
 
 // envName is the environment variable a flag falls back to:
 // REDLOCK_ and the flag's name in upper case, - made _ (-v is
-// REDLOCK_VERBOSE).
+// REDLOCK_VERBOSE, -n REDLOCK_PERMITS).
 func envName(flagName string) string {
-	if flagName == "v" {
+	switch flagName {
+	case "v":
 		return "REDLOCK_VERBOSE"
+	case "n":
+		return "REDLOCK_PERMITS" // not REDLOCK_LIMIT, which run sets for its command
 	}
 	return "REDLOCK_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
@@ -168,7 +173,11 @@ func applyEnv(cmd string, fs *flag.FlagSet) (map[string]bool, error) {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
-			err = usagef(cmd, "redlock: %s: $%s: invalid value %q for --%s: %v", cmd, envName(f.Name), v, f.Name, e)
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			err = usagef(cmd, "redlock: %s: $%s: invalid value %q for %s%s: %v", cmd, envName(f.Name), v, dash, f.Name, e)
 			return
 		}
 		set[f.Name] = true

@@ -44,3 +44,18 @@ func TestNodeTimeoutDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsEnvName: each flag's variable; the one-letter flags have names
+// of their own, -n not $REDLOCK_LIMIT, which run sets for its command.
+func TestFlagsEnvName(t *testing.T) {
+	for flag, want := range map[string]string{
+		"ttl":          "REDLOCK_TTL",
+		"node-timeout": "REDLOCK_NODE_TIMEOUT",
+		"v":            "REDLOCK_VERBOSE",
+		"n":            "REDLOCK_PERMITS",
+	} {
+		if got := envName(flag); got != want {
+			t.Errorf("envName(%q) = %q; want %q", flag, got, want)
+		}
+	}
+}

@@ -1,8 +1,8 @@
 // Command redlock runs a command under a Redlock distributed lock and shows
 // or breaks a lock's state on every node.
 //
-//	redlock run [flags] NAME -- COMMAND [ARGS...]
-//	redlock status [flags] NAME
+//	redlock run [-n N] [flags] NAME -- COMMAND [ARGS...]
+//	redlock status [-n N] [flags] NAME
 //	redlock break --yes [flags] NAME
 //	redlock help [COMMAND]
 //
@@ -15,9 +15,14 @@
 // or a Redis Cluster; each is one independent node. Every flag falls back to
 // $REDLOCK_<FLAG>.
 //
+// With -n N, run takes one of the N permits of semaphore NAME instead of
+// lock NAME, so that at most N commands run at once, and status -n N shows
+// the permits.
+//
 // Exit codes (run): the command's own exit code (128+N if it was killed by
 // signal N); 64 bad usage; 69 too few nodes reachable for a quorum; 75 (or
-// --conflict-exit-code) lock not acquired within --wait; 76 lock lost while
+// --conflict-exit-code) lock not acquired within --wait (with -n: every
+// permit held, or the semaphore in use with another -n); 76 lock lost while
 // the command ran (its process group was sent SIGTERM, then SIGKILL after
 // --grace); 126/127 the command could not be started.
 package main

@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-const runUsage = `usage: redlock run [flags] NAME -- COMMAND [ARGS...]
+const runUsage = `usage: redlock run [-n N] [flags] NAME -- COMMAND [ARGS...]
 
 Acquire lock NAME on a quorum of the nodes, run COMMAND while a watchdog
 extends the lock every TTL/3, and release the lock when COMMAND and every
@@ -25,17 +25,31 @@ while any process it started has the file open; a process that leaves the
 group, with setsid say, is not waited for). Like flock(1), redlock waits
 for the lock by default; --wait 0 tries once.
 
+Semaphore: with -n N (N > 1) at most N commands run NAME at once, like
+'consul lock -n': redlock takes one of the N permits of semaphore NAME
+(each a lock of its own on the quorum) instead of lock NAME, and keeps it
+as it keeps a lock: the watchdog extends it, the command is stopped if it
+is lost, and a --wait 0 tries once. Waiters take the permits freed in the
+order they came. Every run of NAME must give the same -n: while permits
+taken with another N are live, run fails at once (exit 75). -n 1, the
+default, is lock NAME, the same as no -n; a semaphore's keys are apart
+from the lock's. 'redlock status -n N NAME' shows the permits.
+
 COMMAND runs in its own process group, with these variables added to its
 environment (and $REDLOCK_NODES removed from it):
-  REDLOCK_NAME   the lock name
+  REDLOCK_NAME   the lock name (with -n, the semaphore's)
   REDLOCK_TOKEN  the random token that owns the lock on the nodes
   REDLOCK_FENCE  the fencing token (0 with --no-fence): send it with every
-                 write and have the store reject a lower one than it has seen
+                 write and have the store reject a lower one than it has seen;
+                 with -n the permit's (the semaphore's counter times N plus
+                 the slot): guard a store per slot, not per NAME
+  REDLOCK_SLOT   with -n: which permit the command holds, 0 to N-1
+  REDLOCK_LIMIT  with -n: N
 
 Holder: redlock stores "host HOST pid PID: COMMAND ARGS" (its own host name
-and pid, and the command, cut to 256 bytes) with the lock as its metadata,
-which 'redlock status' shows; --metadata TEXT stores TEXT instead, and
---no-metadata nothing. Either way the lock is the plain one (the metadata
+and pid, and the command, cut to 256 bytes) with the lock (or permit) as
+its metadata, which 'redlock status' shows; --metadata TEXT stores TEXT
+instead, and --no-metadata nothing. Either way the lock is the plain one (the metadata
 lives in a key of its own that expires and goes with the lock).
 
 Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGTSTP sent
@@ -66,8 +80,9 @@ Exit codes:
   64   bad usage: flags, environment, arguments or node URLs (EX_USAGE)
   69   fewer nodes reachable than a quorum (EX_UNAVAILABLE)
   75   lock held elsewhere: not acquired within --wait (EX_TEMPFAIL;
-       --conflict-exit-code changes it)
-  76   lock lost while COMMAND ran; COMMAND was stopped
+       --conflict-exit-code changes it); with -n: all N permits held, or
+       the semaphore in use with another -n (at once, whatever --wait)
+  76   lock (or permit) lost while COMMAND ran; COMMAND was stopped
   126  COMMAND could not be executed; 127 COMMAND not found
   128+S  redlock got signal S while waiting for the lock
 
@@ -76,8 +91,8 @@ Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
 --wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --no-fence $REDLOCK_NO_FENCE,
 --node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX,
 --conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE, --metadata
-$REDLOCK_METADATA, --no-metadata $REDLOCK_NO_METADATA, -v $REDLOCK_VERBOSE,
---nodes $REDLOCK_NODES. The command line wins.
+$REDLOCK_METADATA, --no-metadata $REDLOCK_NO_METADATA, -n $REDLOCK_PERMITS,
+-v $REDLOCK_VERBOSE, --nodes $REDLOCK_NODES. The command line wins.
 
 Flags:
 `
@@ -115,34 +130,35 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 
-	lock, code := acquireForRun(ctx, s, o, name, sigc, stderr)
-	if lock == nil {
+	h, code := acquireForRun(ctx, s, o, name, sigc, stderr)
+	if h == nil {
 		return code
 	}
 	if o.verbose {
-		fmt.Fprintf(stderr, "redlock: acquired %q (fence %d, token %s)\n", name, lock.Fence(), short(lock.Token()))
+		fmt.Fprintf(stderr, "redlock: acquired %s (fence %d, token %s)\n", holdName(name, h), h.Fence(), short(h.Token()))
 	}
 
-	code, lost := superviseChild(ctx, lock, o, name, command, sigc, stdout, stderr)
+	code, lost := superviseChild(ctx, h, o, name, command, sigc, stdout, stderr)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	relErr := lock.Release(rctx)
+	relErr := h.Release(rctx)
 	if lost || errors.Is(relErr, redlock.ErrLost) {
-		fmt.Fprintf(stderr, "redlock: lock %q was lost before the command finished (it %s): its work may have overlapped another holder; exit %d\n", name, describeExit(code), exitLost)
+		fmt.Fprintf(stderr, "redlock: %s was lost before the command finished (it %s): its work may have overlapped another holder; exit %d\n", holdName(name, h), describeExit(code), exitLost)
 		return exitLost
 	}
 	if relErr != nil {
-		fmt.Fprintf(stderr, "redlock: warning: release of %q: %s (the keys expire by themselves within --ttl %v)\n", name, trimPrefix(relErr), o.ttl)
+		fmt.Fprintf(stderr, "redlock: warning: release of %s: %s (the keys expire by themselves within --ttl %v)\n", holdName(name, h), trimPrefix(relErr), o.ttl)
 	} else if o.verbose {
-		fmt.Fprintf(stderr, "redlock: released %q\n", name)
+		fmt.Fprintf(stderr, "redlock: released %s\n", holdName(name, h))
 	}
 	return code
 }
 
-// acquireForRun waits for the lock as --wait says. A signal or ctx ends the
-// wait. It returns the lock, or nil and the exit code after reporting why.
-func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, sigc <-chan os.Signal, stderr io.Writer) (*redlock.Lock, int) {
+// acquireForRun waits for the lock (or with -n, a permit) as --wait says.
+// A signal or ctx ends the wait. It returns what it acquired, or nil and
+// the exit code after reporting why.
+func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, sigc <-chan os.Signal, stderr io.Writer) (holder, int) {
 	opts := &redlock.AcquireOptions{NoFence: o.noFence, AutoExtend: true, Metadata: o.metadata}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -155,16 +171,16 @@ func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, 
 		defer cancel()
 	}
 	type result struct {
-		lock *redlock.Lock
-		err  error
+		h   holder
+		err error
 	}
 	resc := make(chan result, 1)
 	if o.verbose {
-		fmt.Fprintf(stderr, "redlock: waiting for lock %q (--wait %v)\n", name, o.wait.String())
+		fmt.Fprintf(stderr, "redlock: waiting for %s (--wait %v)\n", wantedName(name, o.limit), o.wait.String())
 	}
 	go func() {
-		l, err := s.client.Acquire(actx, name, o.ttl, opts)
-		resc <- result{l, err}
+		h, err := acquireHold(actx, s.client, o, name, opts)
+		resc <- result{h, err}
 	}()
 	var res result
 	select {
@@ -173,27 +189,26 @@ func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, 
 		cancel()
 		res = <-resc
 		if res.err == nil {
-			releaseQuietly(ctx, res.lock)
+			releaseQuietly(ctx, res.h)
 		}
-		fmt.Fprintf(stderr, "redlock: got %v while waiting for lock %q: nothing was run\n", sig, name)
+		fmt.Fprintf(stderr, "redlock: got %v while waiting for %s: nothing was run\n", sig, wantedName(name, o.limit))
 		return nil, 128 + int(sig.(syscall.Signal))
 	}
 	if res.err == nil {
-		return res.lock, exitOK
+		return res.h, exitOK
 	}
 	if !errors.Is(res.err, redlock.ErrNotAcquired) {
 		return nil, reportUsage(stderr, usagef("run", "%s", trimPrefix(res.err)))
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "redlock: stopped while waiting for lock %q: nothing was run\n", name)
+		fmt.Fprintf(stderr, "redlock: stopped while waiting for %s: nothing was run\n", wantedName(name, o.limit))
 		return nil, exitTempFail
 	}
 	// Held elsewhere, or the nodes went away while we waited?
 	if code, ok := s.checkQuorum(ctx, stderr); !ok {
 		return nil, code
 	}
-	fmt.Fprintf(stderr, "redlock: lock %q not acquired within --wait %v: held by another owner (%s); nothing was run\n", name, o.wait.String(), trimPrefix(res.err))
-	return nil, o.conflictExit
+	return nil, reportNotAcquired(o, name, res.err, stderr)
 }
 
 func describeExit(code int) string {
@@ -203,7 +218,7 @@ func describeExit(code int) string {
 	return fmt.Sprintf("exited with %d", code)
 }
 
-func releaseQuietly(ctx context.Context, l *redlock.Lock) {
+func releaseQuietly(ctx context.Context, l holder) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = l.Release(rctx)

@@ -47,6 +47,7 @@ func (w *waitFlag) Set(s string) error {
 
 type runOptions struct {
 	nodeFlags
+	limit        int // -n: with more than 1, a permit of semaphore NAME instead of lock NAME
 	ttl          time.Duration
 	wait         waitFlag
 	noFence      bool
@@ -73,6 +74,7 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	fs := flag.NewFlagSet("redlock run", flag.ContinueOnError)
 	fs.SetOutput(out)
 	o.register(fs, true)
+	fs.IntVar(&o.limit, "n", 1, "at most `N` commands run at once: take one of N permits of semaphore NAME (1 to "+strconv.Itoa(redlock.MaxPermits)+"; 1 is lock NAME)")
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock lease; the watchdog extends it every ttl/3")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration`, 0 to try once, or forever")
 	fs.BoolVar(&o.noFence, "no-fence", false, "do not keep a fencing counter (REDLOCK_FENCE=0)")
@@ -118,6 +120,8 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: missing command after --")
 	case pos[0] == "":
 		return nil, "", nil, usagef("run", "redlock: run: empty lock NAME")
+	case o.limit < 1 || o.limit > redlock.MaxPermits:
+		return nil, "", nil, usagef("run", "redlock: run: -n %d: want 1 to %d, how many commands may run at once (1 is the plain lock NAME)", o.limit, redlock.MaxPermits)
 	case o.ttl <= 0:
 		return nil, "", nil, usagef("run", "redlock: run: --ttl %v: want a positive duration such as 30s", o.ttl)
 	case o.grace < 0:

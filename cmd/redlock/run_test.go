@@ -77,7 +77,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, stdout, _ := runCLI(t, "help", "run")
-	for _, code := range []string{"64", "69", "75", "76", "REDLOCK_FENCE"} {
+	for _, code := range []string{"64", "69", "75", "76", "REDLOCK_FENCE", "REDLOCK_SLOT", "REDLOCK_LIMIT"} {
 		if !strings.Contains(stdout, code) {
 			t.Errorf("help run does not mention %s:\n%s", code, stdout)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-const statusUsage = `usage: redlock status [flags] NAME
+const statusUsage = `usage: redlock status [-n N] [flags] NAME
 
 Show lock NAME on every node: reachable or not, the holder's token
 (shortened), the remaining TTL, the fence counter, how many wait in the
@@ -34,10 +34,20 @@ owner); 1 free (a quorum of the nodes answered without it); 69 unknown
 included, or the answers are split; the state says "unknown", never
 "free"); 64 bad usage.
 
+Semaphore: with -n N (N > 1) status shows semaphore NAME, as 'redlock run
+-n N' takes it: for each of its N permits (slots) held, free or unknown,
+with the holder's token, on how many nodes, the TTL left and the holder's
+metadata; how many of the N are held; and who waits, the first (it holds
+the semaphore's gate, and takes the next permit freed) then the others in
+order. Give the N the runs give: status reads slots 0 to N-1 only. Exit
+codes: 0 full (every permit held: a run would wait); 1 a permit is free;
+69 unknown (fewer nodes answered than a quorum, or no permit free and
+some unknown); 64 bad usage. -n 1, the default, is lock NAME.
+
 ` + nodesHelp + `
 Every flag falls back to an environment variable: --timeout
 $REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json
-$REDLOCK_JSON. The command line wins.
+$REDLOCK_JSON, -n $REDLOCK_PERMITS. The command line wins.
 
 Flags:
 `
@@ -50,6 +60,7 @@ type statusOptions struct {
 	nodeFlags
 	timeout time.Duration
 	json    bool
+	limit   int // -n: with more than 1, semaphore NAME's permits
 }
 
 func statusFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
@@ -59,6 +70,7 @@ func statusFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
 	o.register(fs, false)
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
 	fs.BoolVar(&o.json, "json", false, "print the state as one JSON object (full tokens)")
+	fs.IntVar(&o.limit, "n", 1, "show the `N` permits of semaphore NAME, as 'run -n N' takes them (1 is lock NAME)")
 	cliflags.SetUsage(fs, statusUsage)
 	return fs, o
 }
@@ -99,12 +111,18 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if name == "" {
 		return code
 	}
+	if o.limit < 1 || o.limit > redlock.MaxPermits {
+		return reportUsage(stderr, usagef("status", "redlock: status: -n %d: want 1 to %d, the semaphore's limit as run -n gives it (1 is the plain lock NAME)", o.limit, redlock.MaxPermits))
+	}
 	o.nodeTimeout = o.timeout
 	s, code := openSession("status", &o.nodeFlags, 0, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
+	if o.limit > 1 {
+		return permitsStatus(ctx, s, o, name, stdout, stderr)
+	}
 
 	st, err := s.client.Inspect(ctx, name)
 	if err != nil {

@@ -37,6 +37,9 @@ func TestHelpWritesFlagsAsDocs(t *testing.T) {
 			if n < 4 || !strings.Contains(flags, "  --nodes URLs\n") {
 				t.Errorf("redlock %v flags:\n%s\nwant every flag, --nodes among them", args, flags)
 			}
+			if semaphore := cmd == "run" || cmd == "status"; semaphore != strings.Contains(flags, "  -n N\n") {
+				t.Errorf("redlock %v flags:\n%s\nwant -n N for run and status only", args, flags)
+			}
 		}
 	}
 }
