@@ -188,6 +188,3 @@ func chaosElection(t *testing.T, row string) {
 	}
 	e.finish(row, rep, nil)
 }
-
-// TestElectionChaosRow runs row 19 on its own (TestChaos lists it too).
-func TestElectionChaosRow(t *testing.T) { chaosElection(t, "19-election-faults") }
