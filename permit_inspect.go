@@ -3,7 +3,10 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+
+	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // PermitsState is a semaphore as [Client.InspectPermits] found it on every
@@ -26,6 +29,11 @@ type PermitsState struct {
 	// Waiting counts the calls waiting for a permit: the gate's holder and
 	// its queue's depth.
 	Waiting int
+	// InUse is the limit the nodes record for the semaphore's live permits
+	// (the largest any answering node holds; 0: none recorded). Another
+	// value than Limit means the semaphore is in use with another limit,
+	// and Slots shows only part of it.
+	InUse int
 }
 
 // InspectPermits reads the semaphore name with limit slots on every node,
@@ -47,6 +55,7 @@ func (c *Client) InspectPermits(ctx context.Context, name string, limit int) (*P
 	st := &PermitsState{Name: name, Limit: limit, Quorum: c.quorum, Slots: make([]LockState, limit)}
 	errs := make([]error, limit+1)
 	var wg sync.WaitGroup
+	wg.Go(func() { st.InUse = c.recordedLimit(ctx, sk) })
 	for i := range limit + 1 {
 		wg.Go(func() {
 			var ls *LockState
@@ -85,4 +94,22 @@ func (c *Client) InspectPermits(ctx context.Context, name string, limit int) (*P
 		st.Waiting++
 	}
 	return st, nil
+}
+
+// recordedLimit reads the limit key of s on every node and returns the
+// largest limit recorded (0: none, or no node answered).
+func (c *Client) recordedLimit(ctx context.Context, s semKeys) int {
+	r := sendRound(ctx, c, permitScanRequest(s, 0), &transport.Spec[[]any]{
+		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
+	most := 0
+	for i, rp := range r.Replies {
+		if !r.Answered[i] || rp.Err != nil || len(rp.Val) == 0 {
+			continue
+		}
+		v, _ := rp.Val[0].(string)
+		if n, err := strconv.Atoi(v); err == nil && n > most {
+			most = n
+		}
+	}
+	return most
 }

@@ -110,3 +110,15 @@ func TestSemaphoreStatus(t *testing.T) {
 		t.Errorf("status -n 2 after every run ended = %d:\n%s\nwant %d, 0 held, nobody waiting", code, stdout, exitFree)
 	}
 }
+
+// TestSemaphoreStatusOtherLimit: status -n with another limit than the
+// live permits' says which limit is in use (exit 64), rather than show a
+// part of the semaphore as if it were all of it.
+func TestSemaphoreStatusOtherLimit(t *testing.T) {
+	name := lockName(t)
+	holdPermit(t, name, 2, "host-a:1")
+	code, _, stderr := execCLI(t, "status", "-n", "3", "--nodes", nodesFlag(t), name)
+	if code != exitUsage || !strings.Contains(stderr, "in use with 2 permits, not 3") || !strings.Contains(stderr, "status -n 2") {
+		t.Errorf("status -n 3 of a semaphore in use with 2 = %d, %q; want %d naming limit 2", code, stderr, exitUsage)
+	}
+}

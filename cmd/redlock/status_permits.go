@@ -20,6 +20,10 @@ func permitsStatus(ctx context.Context, s *session, o *statusOptions, name strin
 		fmt.Fprintf(stderr, "redlock: status: %s\n", trimPrefix(err))
 		return exitUsage
 	}
+	if st.InUse != 0 && st.InUse != st.Limit {
+		fmt.Fprintf(stderr, "redlock: status: semaphore %q is in use with %d permits, not %d: run redlock status -n %d %s\n", name, st.InUse, st.Limit, st.InUse, name)
+		return exitUsage
+	}
 	j := permitsJSONOf(st)
 	if o.json {
 		if err := json.NewEncoder(stdout).Encode(j); err != nil {
