@@ -46,6 +46,9 @@ type semWorld struct {
 	ttl      int16 // TTL in ticks
 	factor   float64
 	noTime   bool // time stands still: no key expires, no permit lapses
+	// A deliberate bug, for a control: the permit's lease counts from the
+	// decision, as if the round had taken no time.
+	leaseFromDecision bool
 }
 
 func (w *semWorld) quorum() int {

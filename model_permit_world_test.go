@@ -122,7 +122,7 @@ func (st *semStep) tick() {
 	for n := 0; n < w.nodes; n++ {
 		for k := 0; k < w.limit; k++ {
 			if key := &s.nodes[n][k]; key.key.tok != 0 && key.exp <= s.now {
-				st.logf("; n%d's key %s (place %d) expires", n, key.key, k)
+				st.logf("; n%d's %s %s expires", n, w.slot(uint8(k)), key.key)
 				*key = mnode{}
 			}
 		}
@@ -222,6 +222,9 @@ func (st *semStep) answer(m semMsg, r uint8) {
 	elapsed := time.Duration(s.now-cl.start) * tick
 	v := validity(w.ttlDur(), elapsed, w.factor)
 	startMs := int32(cl.start) * int32(tick/time.Millisecond)
+	if w.leaseFromDecision {
+		v, startMs = validity(w.ttlDur(), 0, w.factor), s.nowMs()
+	}
 	if ok >= w.quorum() && v > 0 && startMs+int32(v/time.Millisecond) > s.nowMs() {
 		cl.phase, cl.dl, cl.rs = spHeld, startMs+int32(v/time.Millisecond), [semNodes]uint8{}
 		st.logf(" → c%d HOLDS a permit: %s (granted by %d), valid until %dms", c, w.slot(cl.slot), ok, cl.dl)
