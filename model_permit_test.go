@@ -257,3 +257,14 @@ func TestModelSemaphoreControlMinorityQuorum(t *testing.T) {
 	requireSemFinds(t, semRun{w: w, props: spAll}, 2)
 	requireSemFinds(t, semRun{w: w, props: spLimit}, 1)
 }
+
+// TestModelSemaphoreControlLeaseFromDecision: a permit whose lease counts
+// from the decision, forgetting the time its round took, is believed after
+// its first key expired, and another client wins the same slot: the checks
+// see time, not only the slots.
+func TestModelSemaphoreControlLeaseFromDecision(t *testing.T) {
+	w := semModelWorld(semSlotted, false, 3, 2, 2, 1)
+	w.leaseFromDecision = true
+	requireSemFinds(t, semRun{w: w, props: spLimit | spDistinct}, 2)
+	requireSemFinds(t, semRun{w: w, props: spAll}, 3)
+}

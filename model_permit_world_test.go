@@ -122,7 +122,11 @@ func (st *semStep) tick() {
 	for n := 0; n < w.nodes; n++ {
 		for k := 0; k < w.limit; k++ {
 			if key := &s.nodes[n][k]; key.key.tok != 0 && key.exp <= s.now {
-				st.logf("; n%d's %s %s expires", n, w.slot(uint8(k)), key.key)
+				if w.design == semCounted {
+					st.logf("; n%d's permit %s expires", n, key.key)
+				} else {
+					st.logf("; n%d's slot %d key %s expires", n, k, key.key)
+				}
 				*key = mnode{}
 			}
 		}
