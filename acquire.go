@@ -141,17 +141,28 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	o, err := oneTry("TryAcquire", "Acquire", name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.Acquire(ctx, name, ttl, o)
+}
+
+// oneTry returns opts with NoRetry, for op (TryAcquire, TryAcquirePermit),
+// or an error when its Retry would retry: one that waits must call wait
+// (Acquire, AcquirePermit) instead, and ignoring it would hide that.
+func oneTry(op, wait, name string, opts *AcquireOptions) (*AcquireOptions, error) {
 	var o AcquireOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.Retry != nil {
 		if _, retries := o.Retry(1); retries {
-			return nil, fmt.Errorf("redlock: TryAcquire %q: AcquireOptions.Retry would retry, but TryAcquire makes one attempt: leave Retry nil, or call Acquire to wait", name)
+			return nil, fmt.Errorf("redlock: %s %q: AcquireOptions.Retry would retry, but %s makes one attempt: leave Retry nil, or call %s to wait", op, name, op, wait)
 		}
 	}
 	o.Retry = NoRetry()
-	return c.Acquire(ctx, name, ttl, &o)
+	return &o, nil
 }
 
 // acquisition is one Acquire call while it waits: the call its lock will

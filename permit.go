@@ -154,17 +154,11 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 // waiting: [Client.AcquirePermit] with [NoRetry]. It fails at once when
 // every permit is held, or when a waiter comes first.
 func (c *Client) TryAcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
-	var o AcquireOptions
-	if opts != nil {
-		o = *opts
+	o, err := oneTry("TryAcquirePermit", "AcquirePermit", name, opts)
+	if err != nil {
+		return nil, err
 	}
-	if o.Retry != nil {
-		if _, retries := o.Retry(1); retries {
-			return nil, fmt.Errorf("redlock: TryAcquirePermit %q: AcquireOptions.Retry would retry, but TryAcquirePermit makes one try: leave Retry nil, or call AcquirePermit to wait", name)
-		}
-	}
-	o.Retry = NoRetry()
-	return c.AcquirePermit(ctx, name, limit, ttl, &o)
+	return c.AcquirePermit(ctx, name, limit, ttl, o)
 }
 
 // errAllHeld is the error of a call that found every permit held.

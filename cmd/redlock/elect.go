@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,28 +66,14 @@ func electFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 // the command after it.
 func parseElect(args []string, stdout io.Writer) (o *runOptions, name string, command []string, err error) {
 	fs, o := electFlags(io.Discard)
-	i := slices.Index(args, "--")
-	flagArgs := args
-	if i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := parseInterspersed(fs, flagArgs)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return nil, "", nil, err
-	}
-	if err != nil {
-		return nil, "", nil, usagef("elect", "redlock: elect: %s", cliflags.FlagError(err))
-	}
-	set, err := applyEnv("elect", fs)
+	pos, command, set, dashes, err := parseCommandLine("elect", fs, args, stdout)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	switch {
 	case len(pos) == 0 || pos[0] == "":
 		return nil, "", nil, usagef("elect", "redlock: elect: missing election NAME: redlock elect [flags] NAME -- COMMAND [ARGS...]")
-	case i < 0:
+	case !dashes:
 		return nil, "", nil, usagef("elect", "redlock: elect: missing -- before the command: redlock elect [flags] %s -- COMMAND [ARGS...]", pos[0])
 	case len(pos) > 1:
 		return nil, "", nil, usagef("elect", "redlock: elect: unexpected argument %q after NAME %q: put the command after --", pos[1], pos[0])

@@ -91,28 +91,14 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 // command after it.
 func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, command []string, err error) {
 	fs, o := runFlags(io.Discard)
-	i := slices.Index(args, "--")
-	flagArgs := args
-	if i >= 0 {
-		flagArgs, command = args[:i], args[i+1:]
-	}
-	pos, err := parseInterspersed(fs, flagArgs)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return nil, "", nil, err
-	}
-	if err != nil {
-		return nil, "", nil, usagef("run", "redlock: run: %s", cliflags.FlagError(err))
-	}
-	set, err := applyEnv("run", fs)
+	pos, command, set, dashes, err := parseCommandLine("run", fs, args, stdout)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	switch {
 	case len(pos) == 0:
 		return nil, "", nil, usagef("run", "redlock: run: missing lock NAME: redlock run [flags] NAME -- COMMAND [ARGS...]")
-	case i < 0:
+	case !dashes:
 		return nil, "", nil, usagef("run", "redlock: run: missing -- before the command: redlock run [flags] %s -- COMMAND [ARGS...]", pos[0])
 	case len(pos) > 1:
 		return nil, "", nil, usagef("run", "redlock: run: unexpected argument %q after NAME %q: put the command after --", pos[1], pos[0])
@@ -147,4 +133,31 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 			o.grace, max(maxGrace, 0), o.ttl)
 	}
 	return o, pos[0], command, nil
+}
+
+// parseCommandLine parses the command line of cmd (run, elect): the flags
+// of fs and the positional arguments before "--", then the environment's
+// flags, and returns the positional arguments, the command after "--",
+// which flags were set, and whether "--" was there. Help (flag.ErrHelp)
+// is printed on stdout.
+func parseCommandLine(cmd string, fs *flag.FlagSet, args []string, stdout io.Writer) (pos, command []string, set map[string]bool, dashes bool, err error) {
+	i := slices.Index(args, "--")
+	flagArgs := args
+	if i >= 0 {
+		flagArgs, command = args[:i], args[i+1:]
+	}
+	pos, err = parseInterspersed(fs, flagArgs)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return nil, nil, nil, false, err
+	}
+	if err != nil {
+		return nil, nil, nil, false, usagef(cmd, "redlock: %s: %s", cmd, cliflags.FlagError(err))
+	}
+	set, err = applyEnv(cmd, fs)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	return pos, command, set, i >= 0, nil
 }
