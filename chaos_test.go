@@ -21,7 +21,8 @@ import (
 // amnesia, docker pause, CLIENT PAUSE), chaos_holder_test.go (the holder
 // paused), chaos_network_test.go (latency, blackholes, flapping),
 // chaos_clock_test.go, chaos_fence_test.go, chaos_cleanup_test.go,
-// chaos_fair_test.go, chaos_handover_test.go and chaos_election_test.go, each control beside its
+// chaos_fair_test.go, chaos_handover_test.go, chaos_election_test.go and
+// chaos_semaphore_test.go (its control in chaos_semaphore_naive_test.go), each control beside its
 // row. The harness: chaos_env_test.go (nodes and faults), chaos_sim_test.go
 // (clients), chaos_store_test.go (the downstream counter) and
 // chaos_report_test.go (check, timeline, summary); the soak is in
@@ -56,11 +57,13 @@ func TestChaos(t *testing.T) {
 		{"17-fair-contention-faults", chaosFairContention},
 		{"18-handover-faults", chaosHandover},
 		{"19-election-faults", chaosElection},
+		{"20-semaphore-faults", chaosSemaphore},
 		{"control-a-06-unfenced", controlHolderPauseUnfenced},
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
 		{"control-c-16-shared-values", controlDelayedCleanupShared},
 		{"control-d-18-unconditional-extend", controlHandoverUnconditional},
+		{"control-e-20-naive-permits", controlSemaphoreNaive},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) { r.run(t, r.name) })

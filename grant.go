@@ -63,7 +63,8 @@ func (a *acquisition) split(ctx context.Context) {
 	w.gaveUp.Store(true) // before done: see lateQueued
 	w.done.Store(true)
 	c.leaveQueue(ctx, ls, w)
-	nls := c.newLease(ls.name, ls.ttl, leaseSpec{fenced: ls.fenceArg == "1", reentrant: ls.hold != "", meta: ls.meta})
+	nls := c.newLease(ls.name, ls.ttl, leaseSpec{fenced: ls.fenceArg == "1", reentrant: ls.hold != "", meta: ls.meta,
+		keys: &ls.keys, permit: ls.permit})
 	ncl := newCall(a.cl.ctx, nls)
 	ncl.leaveTurn, ncl.retry = a.cl.leaveTurn, a.cl.retry
 	nw := newWaiter(nls, w.mode, c.clock.Now(), c.waker.id)

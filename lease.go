@@ -56,6 +56,11 @@ type leaseSpec struct {
 	token     string // a given token (Resume, Reenter); "": a new random one
 	hold      string // a given hold (Resume, Reenter of a re-entrant lock)
 	tag       string // Event.Hold
+	// keys, when set, are the lease's keys instead of the name's: a
+	// semaphore's slot or gate (permit_wait.go), with permit for a slot.
+	// A lease made again from another (a split) keeps both.
+	keys   *keys
+	permit *permitSpec
 }
 
 // tokenLen is the length of a token: 16 random bytes in unpadded base64.
@@ -85,6 +90,10 @@ func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease
 	b = strconv.AppendInt(b, ttl.Milliseconds(), 10)
 	s := string(b)
 	ls.keys = ends.keysIn(s)
+	if spec.keys != nil {
+		ls.keys = *spec.keys
+	}
+	ls.permit = spec.permit
 	ls.token, ls.prefix, ls.first, ls.ttlArg = s[t0:t1], s[t0:t1+1], s[t0:d0], s[d0:]
 	switch {
 	case spec.hold != "":

@@ -65,13 +65,13 @@ func (s *semCall) final(ctx context.Context, err error) bool {
 // yield: the attempt gives way to the gate's holder.
 func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, error) {
 	c := s.c
-	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata})
-	ls.keys = s.keys.slotKeys(slot)
-	ls.permit = &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
+	k := s.keys.slotKeys(slot)
+	p := &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
 		slot: uint64(slot), limit: uint64(s.limit)}
 	if yield {
-		ls.permit.yield = "1"
+		p.yield = "1"
 	}
+	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata, keys: &k, permit: p})
 	o := s.o
 	o.Retry = NoRetry()
 	l, err := c.acquireLease(ctx, ls, o, s.start)
@@ -136,8 +136,7 @@ func (s *semCall) queue(ctx context.Context) (*Permit, error) {
 	defer unwatch()
 	attempt := 0
 	for {
-		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{})
-		gl.keys = s.keys.gate
+		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{keys: &s.keys.gate})
 		gate, err := c.acquireLease(ctx, gl, AcquireOptions{NoFence: true, AutoExtend: true, Retry: s.o.Retry}, c.clock.Now())
 		if err != nil {
 			return nil, err
