@@ -85,7 +85,7 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 		if err != nil {
 			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: c.stopped(ctx), sentinel: ErrNotAcquired}
 			a.stopWaiting(err)
-			c.observe(octx, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
+			c.observeOf(octx, ls, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
 			return nil, err
 		}
 		a.cl.leaveTurn = leave
@@ -105,19 +105,16 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	a.w.done.Store(true)
 	a.stopWaiting(err)
 	ev := Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Attempts: attempts, Err: err}
-	if ls.permit != nil {
-		ev.Limit = int(ls.permit.limit)
-	}
 	if err != nil {
 		if attempts > 0 {
 			c.leaveQueue(ctx, a.cl.ls, a.w)
 		}
 		a.cl.leaveTurn()
-		c.observe(octx, ev)
+		c.observeOf(octx, ls, ev)
 		return nil, err
 	}
 	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
-	c.observe(octx, ev)
+	c.observeOf(octx, ls, ev)
 	if o.AutoExtend {
 		l.startWatchdog()
 	}
@@ -188,7 +185,7 @@ func (a *acquisition) waiting() {
 		return
 	}
 	a.waited, a.waitStart = true, a.c.clock.Now()
-	a.c.observe(a.cl.ctx, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, Waiting: true})
+	a.c.observeOf(a.cl.ctx, a.cl.ls, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, Waiting: true})
 }
 
 // stopWaiting reports that the call, if it had started waiting, stopped,
@@ -198,7 +195,7 @@ func (a *acquisition) stopWaiting(err error) {
 		return
 	}
 	a.waited = false
-	a.c.observe(a.cl.ctx, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, End: a.c.clock.Now(), Err: err})
+	a.c.observeOf(a.cl.ctx, a.cl.ls, Event{Kind: EventWait, Name: a.cl.ls.name, Start: a.waitStart, End: a.c.clock.Now(), Err: err})
 }
 
 // callParts are the call and the waiter of one Acquire call, made in one

@@ -39,7 +39,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	out, ev, err := l.extendRound(ctx, ttl)
-	l.c.observe(ctx, ev)
+	l.c.observeOf(ctx, l.ls, ev)
 	if err != nil {
 		// The keys are released even if ctx ended meanwhile.
 		l.lose(context.WithoutCancel(ctx), out, err)

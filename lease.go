@@ -26,6 +26,11 @@ type lease struct {
 	metaArg  string        // what the acquire script stores of it: meta in the hash, "<token>:<meta>" in a plain lock's meta key
 	tag      string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 	permit   *permitSpec   // a semaphore's slot (permit.go); nil for a lock
+	// What of the lease's events the observer gets (Options.Observe):
+	// hidden, none (a semaphore's gate, its waiters' order); callReports,
+	// none of the acquire and wait events (a semaphore's slot attempts:
+	// AcquirePermit reports the call once). Node events are reported.
+	hidden, callReports bool
 }
 
 // permitSpec is what a slot's lease adds: the semaphore's gate and limit
@@ -61,6 +66,8 @@ type leaseSpec struct {
 	// A lease made again from another (a split) keeps both.
 	keys   *keys
 	permit *permitSpec
+	// hidden, callReports: see lease.
+	hidden, callReports bool
 }
 
 // tokenLen is the length of a token: 16 random bytes in unpadded base64.
@@ -94,6 +101,7 @@ func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease
 		ls.keys = *spec.keys
 	}
 	ls.permit = spec.permit
+	ls.hidden, ls.callReports = spec.hidden, spec.callReports
 	ls.token, ls.prefix, ls.first, ls.ttlArg = s[t0:t1], s[t0:t1+1], s[t0:d0], s[d0:]
 	switch {
 	case spec.hold != "":

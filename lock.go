@@ -158,7 +158,7 @@ func (l *Lock) end(err error, gen int) bool {
 	if err != ErrReleased {
 		l.call.leaveTurn() // Release hands the turn on only once the keys are gone
 		now := l.c.clock.Now()
-		l.c.observe(l.ownContext(), Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
+		l.c.observeOf(l.ownContext(), l.ls, Event{Kind: EventLost, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: now, End: now, Until: until, Err: err})
 	}
 	for _, cancel := range contexts {
 		cancel(err)

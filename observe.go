@@ -80,7 +80,7 @@ type Event struct {
 	Attempts int       // EventAcquire: attempts made
 	Auto     bool      // EventExtend: made by the watchdog
 	Waiting  bool      // EventWait: the call started waiting (false: it stopped)
-	Limit    int       // a permit's events ([Client.AcquirePermit]): the semaphore's limit; 0 for a lock's
+	Limit    int       // a permit's acquire and wait ([Client.AcquirePermit]): the semaphore's limit; 0 for a lock's
 	Err      error     // nil on success
 
 	// EventNode only: the operation (EventAcquire, EventExtend or
@@ -97,6 +97,15 @@ func (c *Client) observe(ctx context.Context, e Event) {
 	if c.opts.Observe != nil {
 		c.opts.Observe(ctx, e)
 	}
+}
+
+// observeOf reports e, an event of lease ls, unless ls's events are not
+// the observer's (see lease.hidden, lease.callReports).
+func (c *Client) observeOf(ctx context.Context, ls *lease, e Event) {
+	if ls.hidden || ls.callReports && (e.Kind == EventAcquire || e.Kind == EventWait) {
+		return
+	}
+	c.observe(ctx, e)
 }
 
 // roundObserver reports each node's answer to one round as an EventNode.

@@ -21,12 +21,33 @@ type semCall struct {
 	keys     semKeys
 	limitArg string
 	start    time.Time
+
+	// What the call reports to the observer, once: its slot attempts and
+	// its wait at the gate are not reported as lock events of their own.
+	attempts  int       // slot attempts made
+	waitStart time.Time // when the call began to wait at the gate; zero: it did not
 }
 
-// run takes a permit: first the slot this Client last saw free, then one a
-// scan of the nodes shows free on a quorum, each yielding to a waiter that
-// holds the gate; then, if the policy waits, in the semaphore's order.
+// run takes a permit (see acquire) and reports the call: EventAcquire
+// with the semaphore's limit, once.
 func (s *semCall) run(ctx context.Context) (*Permit, error) {
+	p, err := s.acquire(ctx)
+	c := s.c
+	if !s.waitStart.IsZero() {
+		c.observe(ctx, Event{Kind: EventWait, Name: s.name, Start: s.waitStart, End: c.clock.Now(), Err: err, Limit: s.limit})
+	}
+	ev := Event{Kind: EventAcquire, Name: s.name, Start: s.start, End: c.clock.Now(), Attempts: s.attempts, Err: err, Limit: s.limit}
+	if p != nil {
+		ev.Token, ev.Fence, ev.Until = p.Token(), p.Fence(), p.ValidUntil()
+	}
+	c.observe(ctx, ev)
+	return p, err
+}
+
+// acquire takes a permit: first the slot this Client last saw free, then
+// one a scan of the nodes shows free on a quorum, each yielding to a waiter
+// that holds the gate; then, if the policy waits, in the semaphore's order.
+func (s *semCall) acquire(ctx context.Context) (*Permit, error) {
 	p, err := s.take(ctx, s.c.hints.get(s.name, s.limit), true)
 	if p != nil || s.final(ctx, err) {
 		return p, err
@@ -71,7 +92,8 @@ func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, erro
 	if yield {
 		p.yield = "1"
 	}
-	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata, keys: &k, permit: p})
+	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata, keys: &k, permit: p, callReports: true})
+	s.attempts++
 	o := s.o
 	o.Retry = NoRetry()
 	l, err := c.acquireLease(ctx, ls, o, s.start)
@@ -130,13 +152,15 @@ func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
 // (a partition, a pause) puts the call back in the order.
 func (s *semCall) queue(ctx context.Context) (*Permit, error) {
 	c := s.c
+	s.waitStart = c.clock.Now()
+	c.observe(ctx, Event{Kind: EventWait, Name: s.name, Start: s.waitStart, Waiting: true, Limit: s.limit})
 	ctx, stop := c.untilClosed(ctx)
 	defer stop()
 	wake, _, unwatch, _ := c.waker.watch(s.keys.slots, "") // any slot's release
 	defer unwatch()
 	attempt := 0
 	for {
-		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{keys: &s.keys.gate})
+		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{keys: &s.keys.gate, hidden: true})
 		gate, err := c.acquireLease(ctx, gl, AcquireOptions{NoFence: true, AutoExtend: true, Retry: s.o.Retry}, c.clock.Now())
 		if err != nil {
 			return nil, err

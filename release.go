@@ -56,7 +56,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	err := errors.Join(errs...)
-	c.observe(ctx, Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
+	c.observeOf(ctx, l.ls, Event{Kind: EventRelease, Name: l.ls.name, Token: l.ls.token, Hold: l.ls.tag, Fence: l.fence, Start: start, End: c.clock.Now(), Err: err})
 	return err
 }
 

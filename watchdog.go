@@ -51,7 +51,7 @@ func (l *Lock) watch(ctx context.Context) {
 		}
 		out, ev, err := l.extendRound(ctx, ttl)
 		ev.Auto = true
-		l.c.observe(l.ownContext(), ev)
+		l.c.observeOf(l.ownContext(), l.ls, ev)
 		<-l.extendTurn
 		switch {
 		case err == nil:
