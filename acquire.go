@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -119,47 +118,6 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 		l.startWatchdog()
 	}
 	return l, nil
-}
-
-// TryAcquire makes one attempt to take the lock name for ttl, without
-// waiting: the try-lock of other lock libraries (redsync's TryLock, etcd's
-// TryLock). It returns the lock, or at once an error matching
-// [ErrNotAcquired] (and [ErrHeld] when a node reported another holder),
-// exactly as [Client.Acquire] with [NoRetry] does: it does not wait for
-// this Client's other calls of name, and it takes a free lock only when no
-// other call waits for it in the nodes' queue (unless opts.Barging).
-//
-// opts is as for Acquire (nil: the defaults). Its Retry must be nil or a
-// policy that allows no retry after the first attempt, such as [NoRetry];
-// a policy that would retry is refused with an error before anything is
-// sent, since TryAcquire never waits and ignoring it would hide a caller
-// that meant to wait (use Acquire for that).
-func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
-	if err := c.made(); err != nil {
-		return nil, err
-	}
-	o, err := oneTry("TryAcquire", "Acquire", name, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.Acquire(ctx, name, ttl, o)
-}
-
-// oneTry returns opts with NoRetry, for op (TryAcquire, TryAcquirePermit),
-// or an error when its Retry would retry: one that waits must call wait
-// (Acquire, AcquirePermit) instead, and ignoring it would hide that.
-func oneTry(op, wait, name string, opts *AcquireOptions) (*AcquireOptions, error) {
-	var o AcquireOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Retry != nil {
-		if _, retries := o.Retry(1); retries {
-			return nil, fmt.Errorf("redlock: %s %q: AcquireOptions.Retry would retry, but %s makes one attempt: leave Retry nil, or call %s to wait", op, name, op, wait)
-		}
-	}
-	o.Retry = NoRetry()
-	return &o, nil
 }
 
 // acquisition is one Acquire call while it waits: the call its lock will
