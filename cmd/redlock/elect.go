@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,17 +113,11 @@ func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return reportUsage(stderr, err)
 	}
-	s, code := openSession("elect", &o.nodeFlags, o.ttl, stderr)
+	s, sigc, done, code := startCommand(ctx, "elect", o, stderr)
 	if s == nil {
 		return code
 	}
-	defer s.close()
-	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwarded...)
-	defer signal.Stop(sigc)
-	if code, ok := s.checkQuorum(ctx, stderr); !ok {
-		return code
-	}
+	defer done()
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -114,21 +114,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportUsage(stderr, err)
 	}
-	s, code := openSession("run", &o.nodeFlags, o.ttl, stderr)
+	s, sigc, done, code := startCommand(ctx, "run", o, stderr)
 	if s == nil {
 		return code
 	}
-	defer s.close()
-
-	// Signals are caught from here on: while waiting they stop the wait,
-	// once the command runs they are forwarded to it.
-	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwarded...)
-	defer signal.Stop(sigc)
-
-	if code, ok := s.checkQuorum(ctx, stderr); !ok {
-		return code
-	}
+	defer done()
 
 	h, code := acquireForRun(ctx, s, o, name, sigc, stderr)
 	if h == nil {
@@ -253,4 +243,27 @@ func short(token string) string {
 
 func trimPrefix(err error) string {
 	return strings.TrimPrefix(oneLine(err), "redlock: ")
+}
+
+// startCommand opens the session of cmd (run, elect), catches the signals
+// that go to the command (from here on: while waiting they stop the wait,
+// once the command runs they are forwarded to it), and checks that a
+// quorum answers. It returns the session, the signals and the func that
+// undoes both; with a nil session, the exit code.
+func startCommand(ctx context.Context, cmd string, o *runOptions, stderr io.Writer) (*session, chan os.Signal, func(), int) {
+	s, code := openSession(cmd, &o.nodeFlags, o.ttl, stderr)
+	if s == nil {
+		return nil, nil, nil, code
+	}
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwarded...)
+	done := func() {
+		signal.Stop(sigc)
+		s.close()
+	}
+	if code, ok := s.checkQuorum(ctx, stderr); !ok {
+		done()
+		return nil, nil, nil, code
+	}
+	return s, sigc, done, 0
 }
