@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -169,28 +168,5 @@ func (c *Client) receive(ctx context.Context, ps *redis.PubSub, channels []strin
 		case <-time.After(redialPause(failures)):
 		}
 	}
-	for failures := 0; ; {
-		msg, err := ps.ReceiveTimeout(ctx, pubsubPing)
-		var nerr net.Error
-		switch {
-		case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
-			return
-		case errors.As(err, &nerr) && nerr.Timeout():
-			_ = ps.Ping(ctx) // its answer, or the failure, comes to ReceiveTimeout
-			continue
-		case err != nil:
-			if failures++; failures > 1 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(redialPause(failures)):
-				}
-			}
-			continue
-		}
-		failures = 0
-		if _, ok := msg.(*redis.Message); ok {
-			poke(kick)
-		}
-	}
+	receiveMessages(ctx, ps, nil, func(*redis.Message) { poke(kick) })
 }

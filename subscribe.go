@@ -128,13 +128,20 @@ func (w *waker) run(i int, n node, kick chan struct{}) {
 // silent for pubsubPing (go-redis reconnects and subscribes again when the
 // connection fails) and pauses between failures in a row.
 func (w *waker) read(i int, ps *redis.PubSub) {
-	ctx := context.Background()
+	receiveMessages(context.Background(), ps, w.stop, func(m *redis.Message) { w.notify(i, m.Channel, m.Payload) })
+}
+
+// receiveMessages passes every message of ps to on until ps is closed, ctx
+// ends or stop is closed (nil: never): the waker's notices and Observe's
+// announces. It pings a subscription silent for pubsubPing and pauses
+// between failures in a row (redialPause).
+func receiveMessages(ctx context.Context, ps *redis.PubSub, stop <-chan struct{}, on func(*redis.Message)) {
 	failures := 0
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, pubsubPing)
 		var nerr net.Error
 		switch {
-		case errors.Is(err, redis.ErrClosed):
+		case ctx.Err() != nil || errors.Is(err, redis.ErrClosed):
 			return
 		case errors.As(err, &nerr) && nerr.Timeout():
 			_ = ps.Ping(ctx) // its answer, or the failure, comes to ReceiveTimeout
@@ -142,7 +149,9 @@ func (w *waker) read(i int, ps *redis.PubSub) {
 		case err != nil:
 			if failures++; failures > 1 {
 				select {
-				case <-w.stop:
+				case <-ctx.Done():
+					return
+				case <-stop:
 					return
 				case <-time.After(redialPause(failures)):
 				}
@@ -151,7 +160,7 @@ func (w *waker) read(i int, ps *redis.PubSub) {
 		}
 		failures = 0
 		if m, ok := msg.(*redis.Message); ok {
-			w.notify(i, m.Channel, m.Payload)
+			on(m)
 		}
 	}
 }
