@@ -37,6 +37,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "Acquire"); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}

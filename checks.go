@@ -1,8 +1,6 @@
 package redlock
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,11 +20,11 @@ const MaxMetadataLen = 256
 func checkName(name string) error {
 	switch {
 	case name == "":
-		return errors.New("redlock: empty lock name: name the resource the lock protects, e.g. \"orders:42\"")
+		return invalidf("redlock: empty lock name: name the resource the lock protects, e.g. \"orders:42\"")
 	case len(name) > MaxNameLen:
-		return fmt.Errorf("redlock: lock name of %d bytes is longer than %d: use a shorter name, e.g. a hash of the resource", len(name), MaxNameLen)
+		return invalidf("redlock: lock name of %d bytes is longer than %d: use a shorter name, e.g. a hash of the resource", len(name), MaxNameLen)
 	case strings.ContainsAny(name, "{}"):
-		return fmt.Errorf("redlock: lock name %q contains '{' or '}': the name is the Redis Cluster hash tag of the lock's keys; leave braces out", name)
+		return invalidf("redlock: lock name %q contains '{' or '}': the name is the Redis Cluster hash tag of the lock's keys; leave braces out", name)
 	}
 	return nil
 }
@@ -34,10 +32,10 @@ func checkName(name string) error {
 // checkTTL says what is wrong with ttl, if anything.
 func (c *Client) checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return fmt.Errorf("redlock: TTL %v is too short: Redis expires keys in whole milliseconds; use at least a few hundred milliseconds", ttl)
+		return invalidf("redlock: TTL %v is too short: Redis expires keys in whole milliseconds; use at least a few hundred milliseconds", ttl)
 	}
 	if d := drift(ttl, c.opts.DriftFactor); ttl <= d {
-		return fmt.Errorf("redlock: TTL %v is not longer than its drift allowance %v: no lease could ever be valid; raise the TTL", ttl, d)
+		return invalidf("redlock: TTL %v is not longer than its drift allowance %v: no lease could ever be valid; raise the TTL", ttl, d)
 	}
 	return nil
 }
@@ -46,9 +44,9 @@ func (c *Client) checkTTL(ttl time.Duration) error {
 func checkMetadata(m string) error {
 	switch {
 	case len(m) > MaxMetadataLen:
-		return fmt.Errorf("redlock: Metadata of %d bytes is longer than %d: keep it to a short holder id such as \"host:pid:job\"", len(m), MaxMetadataLen)
+		return invalidf("redlock: Metadata of %d bytes is longer than %d: keep it to a short holder id such as \"host:pid:job\"", len(m), MaxMetadataLen)
 	case !utf8.ValidString(m):
-		return errors.New("redlock: Metadata is not valid UTF-8: use printable text such as \"host:pid:job\"")
+		return invalidf("redlock: Metadata is not valid UTF-8: use printable text such as \"host:pid:job\"")
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -26,8 +25,11 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, opts *A
 	if err := c.made(); err != nil {
 		return err
 	}
+	if err := checkCtx(ctx, "Do"); err != nil {
+		return err
+	}
 	if fn == nil {
-		return fmt.Errorf("redlock: Do %q: fn is nil: pass the function to run under the lock", name)
+		return invalidf("redlock: Do %q: fn is nil: pass the function to run under the lock", name)
 	}
 	var o AcquireOptions
 	if opts != nil {

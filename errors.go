@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -75,7 +76,37 @@ var (
 	// [NewWithNodes]) did not make — a zero Client, or a nil *Client. It
 	// has no nodes to ask; make the Client with New.
 	ErrNotNew = errors.New("redlock: Client was not made by New: use redlock.New")
+
+	// ErrInvalid: an argument or option the call refuses before it sends
+	// anything (a name, TTL, limit, value, handle, option or a nil
+	// context). The error's text says which and what to pass instead;
+	// nothing was written to the nodes.
+	ErrInvalid = errors.New("redlock: invalid argument")
 )
+
+// invalidError is an argument refused before anything is sent. Its text is
+// the whole message (it starts with "redlock:"); it matches [ErrInvalid],
+// and whatever err wraps.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string        { return e.err.Error() }
+func (e *invalidError) Unwrap() error        { return e.err }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// invalidf returns an error matching [ErrInvalid], formatted as
+// fmt.Errorf does (so %w wraps), for an argument a call refuses.
+func invalidf(format string, args ...any) error {
+	return &invalidError{err: fmt.Errorf(format, args...)}
+}
+
+// checkCtx refuses a nil context, which every call of a Client needs (it
+// bounds the call): nothing is sent.
+func checkCtx(ctx context.Context, op string) error {
+	if ctx == nil {
+		return invalidf("redlock: %s: nil context: pass context.Background(), or a context with a deadline to bound the wait", op)
+	}
+	return nil
+}
 
 // nodeTimeoutError is a node that did not answer within the per-node
 // timeout. It matches ErrNodeTimeout.

@@ -23,6 +23,9 @@ import (
 // revives the lock. Extending a lock that has ended returns Err. If ctx has
 // already ended, Extend returns its error and changes nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := checkCtx(ctx, "Extend"); err != nil {
+		return err
+	}
 	if err := l.c.checkTTL(ttl); err != nil {
 		return err
 	}

@@ -55,6 +55,17 @@ func (f *fakeNode) count(script string) int {
 	return f.calls[script]
 }
 
+// sent returns how many scripts the node has run, of every kind.
+func (f *fakeNode) sent() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, k := range f.calls {
+		n += k
+	}
+	return n
+}
+
 func (f *fakeNode) expireLocked(key string) {
 	if t, ok := f.expiry[key]; ok && !time.Now().Before(t) {
 		delete(f.kv, key)

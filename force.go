@@ -39,6 +39,9 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "ForceRelease"); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -81,7 +80,7 @@ func (h *Handle) UnmarshalText(b []byte) error {
 // an untrusted handle's bulk to the nodes.
 func ParseHandle(s string) (Handle, error) {
 	bad := func(why string) (Handle, error) {
-		return Handle{}, fmt.Errorf("redlock: not a lock handle (%s): pass the text of Lock.Handle().MarshalText unchanged", why)
+		return Handle{}, invalidf("redlock: not a lock handle (%s): pass the text of Lock.Handle().MarshalText unchanged", why)
 	}
 	if len(s) > maxHandleLen {
 		return bad(fmt.Sprintf("%d bytes; a handle is at most %d", len(s), maxHandleLen))
@@ -117,7 +116,7 @@ const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + (MaxNameLe
 // node would be sent.
 func (h Handle) check() error {
 	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" {
-		return errors.New("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
+		return invalidf("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
 	}
 	return checkName(h.name)
 }
@@ -142,6 +141,9 @@ const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 // lock that expired); it then leaves nothing behind.
 func (c *Client) Resume(ctx context.Context, h Handle, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
 	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "Resume"); err != nil {
 		return nil, err
 	}
 	return c.join(ctx, h, ttl, opts)

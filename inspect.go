@@ -106,6 +106,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (*LockState, error) {
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "Inspect"); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func checkDistinct(nodes []Node) error {
 		for _, id := range ids {
 			if j, dup := seen[id]; dup && j != i {
 				what, _, _ := strings.Cut(id, "\x00")
-				return fmt.Errorf("redlock: nodes %d and %d are one Redis node (%s): list each node once, or one server would cast two votes", j, i, what)
+				return invalidf("redlock: nodes %d and %d are one Redis node (%s): list each node once, or one server would cast two votes", j, i, what)
 			}
 			seen[id] = i
 		}

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"sync/atomic"
@@ -112,7 +110,7 @@ func New(nodes []redis.UniversalClient, opts *Options) (*Client, error) {
 	ns := make([]Node, len(nodes))
 	for i, n := range nodes {
 		if isNil(n) {
-			return nil, fmt.Errorf("redlock: node %d is nil: pass a connected Redis client for every node", i)
+			return nil, invalidf("redlock: node %d is nil: pass a connected Redis client for every node", i)
 		}
 		ns[i] = n
 	}
@@ -132,12 +130,12 @@ type Node interface {
 // NewWithNodes is [New] for nodes given as the narrow [Node] interface.
 func NewWithNodes(nodes []Node, opts *Options) (*Client, error) {
 	if len(nodes) == 0 {
-		return nil, errors.New("redlock: no nodes: pass at least one Redis client (three or five independent masters tolerate one or two failures)")
+		return nil, invalidf("redlock: no nodes: pass at least one Redis client (three or five independent masters tolerate one or two failures)")
 	}
 	ns := make([]node, len(nodes))
 	for i, n := range nodes {
 		if isNil(n) {
-			return nil, fmt.Errorf("redlock: node %d is nil: pass a connected Redis client for every node", i)
+			return nil, invalidf("redlock: node %d is nil: pass a connected Redis client for every node", i)
 		}
 		sub, _ := n.(subscriber)
 		ns[i] = node{addr: nodeAddr(n), client: n, sub: sub}
@@ -157,9 +155,9 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 	}
 	switch {
 	case math.IsNaN(o.DriftFactor) || o.DriftFactor < 0 || o.DriftFactor >= 1:
-		return nil, fmt.Errorf("redlock: DriftFactor %v is out of range: use a value in [0, 1), typically 0.01 (0 means the default)", o.DriftFactor)
+		return nil, invalidf("redlock: DriftFactor %v is out of range: use a value in [0, 1), typically 0.01 (0 means the default)", o.DriftFactor)
 	case o.NodeTimeout < 0:
-		return nil, fmt.Errorf("redlock: NodeTimeout %v is negative: use a small positive duration such as 50ms (0 means the default %v)", o.NodeTimeout, DefaultNodeTimeout)
+		return nil, invalidf("redlock: NodeTimeout %v is negative: use a small positive duration such as 50ms (0 means the default %v)", o.NodeTimeout, DefaultNodeTimeout)
 	}
 	if o.DriftFactor == 0 {
 		o.DriftFactor = DefaultDriftFactor

@@ -53,8 +53,11 @@ type ResumeOptions struct {
 // [ErrNotAcquired], when the lock has ended or a quorum no longer holds
 // it; it then leaves nothing behind.
 func (l *Lock) Reenter(ctx context.Context, ttl time.Duration, opts *ResumeOptions) (*Lock, error) {
+	if err := checkCtx(ctx, "Reenter"); err != nil {
+		return nil, err
+	}
 	if l.ls.hold == "" {
-		return nil, fmt.Errorf("redlock: Reenter %q: the lock is not re-entrant: acquire it with AcquireOptions.Reentrant", l.ls.name)
+		return nil, invalidf("redlock: Reenter %q: the lock is not re-entrant: acquire it with AcquireOptions.Reentrant", l.ls.name)
 	}
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("redlock: Reenter %q: the lock has ended: %w (%w)", l.ls.name, ErrNotAcquired, err)

@@ -29,6 +29,9 @@ import (
 // before, it also matches [ErrLost]: the critical section may have
 // overlapped another holder. Releasing twice returns [ErrReleased].
 func (l *Lock) Release(ctx context.Context) error {
+	if err := checkCtx(ctx, "Release"); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()

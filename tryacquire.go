@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -23,6 +22,9 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "TryAcquire"); err != nil {
+		return nil, err
+	}
 	o, err := oneTry("TryAcquire", "Acquire", name, opts)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,7 @@ func oneTry(op, wait, name string, opts *AcquireOptions) (*AcquireOptions, error
 	}
 	if o.Retry != nil {
 		if _, retries := o.Retry(1); retries {
-			return nil, fmt.Errorf("redlock: %s %q: AcquireOptions.Retry would retry, but %s makes one attempt: leave Retry nil, or call %s to wait", op, name, op, wait)
+			return nil, invalidf("redlock: %s %q: AcquireOptions.Retry would retry, but %s makes one attempt: leave Retry nil, or call %s to wait", op, name, op, wait)
 		}
 	}
 	o.Retry = NoRetry()
