@@ -99,3 +99,55 @@ func waitHeld(n *redlocktest.Net, d time.Duration) bool {
 	}
 	return n.Held() == 0
 }
+
+// TestNetHoldRequestsBy: only the requests the function picks are held,
+// for the time it gives, and a later one overtakes them; a new
+// connection's handshake is never held.
+func TestNetHoldRequestsBy(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 1, nil)
+	direct := c.Client(0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := newNet(t, c, "picker")
+	cl := n.Clients()[0]
+	if err := n.HoldRequestsBy(0, func(args []any) time.Duration {
+		if len(args) > 2 && args[0] == "set" && args[2] == "held" {
+			return 500 * time.Millisecond
+		}
+		return 0
+	}); err != nil {
+		t.Fatalf("HoldRequestsBy = %v; want nil", err)
+	}
+	// The first request opens a connection: its handshake goes through.
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := cl.Set(short, "picked", "held", 0).Err()
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the picked SET with a 100ms context = %v; want context.DeadlineExceeded (held)", err)
+	}
+	if err := cl.Set(ctx, "picked", "passed", 0).Err(); err != nil {
+		t.Fatalf("a SET the function does not pick = %v; want nil at once", err)
+	}
+	if got := direct.Get(ctx, "picked").Val(); got != "passed" {
+		t.Errorf("GET before the held SET lands = %q; want %q", got, "passed")
+	}
+	if !waitHeld(n, 10*time.Second) {
+		t.Fatalf("Held() = %d 10s after a 500ms hold; want 0", n.Held())
+	}
+	if got := direct.Get(ctx, "picked").Val(); got != "held" {
+		t.Errorf("GET once the held SET landed = %q; want %q (it lands last)", got, "held")
+	}
+	if err := n.Heal(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Set(ctx, "picked", "held", 0).Err(); err != nil {
+		t.Errorf("the SET the function picked, after Heal = %v; want nil at once", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.HoldRequestsBy(0, nil); err == nil {
+		t.Error("HoldRequestsBy after Close = nil; want an error")
+	}
+}

@@ -141,8 +141,10 @@ func (n *Net) heal(i int) error {
 		{l.latency > 0, history.FaultLatency, ms(l.latency)},
 		{l.delay > 0, history.FaultDelay, ms(l.delay)},
 		{n.holds.d[i].Load() > 0, history.FaultHold, ms(time.Duration(n.holds.d[i].Load()))},
+		{n.holds.by[i].Load() != nil, history.FaultHold, "by request"},
 	}
 	n.holds.d[i].Store(0)
+	n.holds.by[i].Store(nil)
 	if err := n.healLink(l); err != nil {
 		return err
 	}
