@@ -104,11 +104,25 @@ func nodeWriteBack(n mnode, f uint8) (mnode, bool) {
 	return n, true
 }
 
-// nodeExtend restates the extend script: if the key holds a value of call
-// tok (new: any attempt, "T."-prefix; old: the bare token), its expiry
-// becomes now+ttl unless it is later already: the expiry only moves later,
-// so that one share of a lease asking for less never cuts another's short.
-func nodeExtend(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
+// nodeExtend restates the extend script: if the key holds the value the
+// lease won (won: "T.w" of its winning attempt w, or "T.0" when the grant
+// path made it) or the call's grant "T.0" (which an attempt that met it
+// kept), its expiry becomes now+ttl unless it is later already: the expiry
+// only moves later, so that one share of a lease asking for less never cuts
+// another's short. Any other value of the call ("T.j" of a failed attempt,
+// which its exact cleanup may delete at any time) is not the lease's.
+func nodeExtend(n mnode, now, ttl int16, won mval) (mnode, bool) {
+	if n.key.tok == 0 || n.key != won && n.key != (mval{won.tok, 0}) {
+		return n, false
+	}
+	n.exp = max(n.exp, now+ttl)
+	return n, true
+}
+
+// nodeExtendAnyAttempt restates extend.lua before it matched the won value
+// only: any value of call tok ("T."-prefix) is extended, a failed attempt's
+// too, which that attempt's delayed cleanup then deletes. For a control.
+func nodeExtendAnyAttempt(n mnode, now, ttl int16, tok uint8) (mnode, bool) {
 	if n.key.tok == 0 || n.key.tok != tok {
 		return n, false
 	}

@@ -60,13 +60,13 @@ func TestModelSemaphoreStepsMatchScripts(t *testing.T) {
 				}
 				steps++
 			}
-			for _, tok := range []uint8{1, 2} {
-				what := fmt.Sprintf("%s: extend slot by call %d", name, tok)
+			for _, won := range []mval{{1, 1}, {1, 2}, {2, 1}} {
+				what := fmt.Sprintf("%s: extend slot won with %v", name, won)
 				sn.setup(t, start)
 				rdb.Set(ctx, sk.limit, "2", 0).Val()
 				rdb.PExpire(ctx, sk.limit, 50)
-				n, ok := nodeExtend(start, 5, 3, tok)
-				res, err := permitExtendScript.Run(ctx, rdb, []string{key, sk.limit}, modelToken(tok)+".", "60000", "2").Result()
+				n, ok := nodeExtend(start, 5, 3, won)
+				res, err := permitExtendScript.Run(ctx, rdb, []string{key, sk.limit}, modelValue(won), "60000", "2").Result()
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

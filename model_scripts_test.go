@@ -33,11 +33,16 @@ func TestModelStepsMatchScripts(t *testing.T) {
 		return s.Run(ctx, rdb, keys, args...).Result()
 	}
 	steps := 0
-	for _, k := range keys {
+	// A grant "T1.0" is a start state too; the acquire that meets it is the
+	// grant protocol's step (TestModelGrantStepsMatchScripts).
+	for _, k := range append(keys, mval{1, 0}) {
 		for _, ctr := range counters {
 			start := mnode{key: k, ctr: ctr, exp: 9}
 			name := fmt.Sprintf("key %v counter %d", k, ctr)
 			for _, v := range keys[1:] {
+				if k == (mval{1, 0}) {
+					break
+				}
 				what := fmt.Sprintf("%s: acquire %v", name, v)
 				setup(t, start)
 				n, ok, fence := nodeAcquire(start, 5, 3, v)
@@ -55,25 +60,29 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				}
 				steps++
 			}
+			// A lease that won with T1.1, T1.2, the grant T1.0, or another
+			// call's T2.1: extend matches the won value and the grant only.
+			for _, won := range []mval{{1, 1}, {1, 2}, {1, 0}, {2, 1}} {
+				what := fmt.Sprintf("%s: extend of a lease won with %v", name, won)
+				setup(t, start)
+				n, ok := nodeExtend(start, 5, 3, won)
+				res, err := run(extendScript, []string{key}, valueOf(won), "60000")
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				check(t, what, n, ok, res.(int64) == 1)
+				steps++
+			}
 			for _, tok := range []uint8{1, 2} {
-				what := fmt.Sprintf("%s: extend by call %d", name, tok)
+				what := fmt.Sprintf("%s: release by call %d", name, tok)
 				setup(t, start)
-				n, ok := nodeExtend(start, 5, 3, tok)
-				res, err := run(extendScript, []string{key}, token(tok)+".", "60000")
+				n, ok := nodeRelease(start, tok)
+				res, err := run(releaseScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				check(t, what, n, ok, res.(int64) == 1)
-
-				what = fmt.Sprintf("%s: release by call %d", name, tok)
-				setup(t, start)
-				n, ok = nodeRelease(start, tok)
-				res, err = run(releaseScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				check(t, what, n, ok, res.(int64) == 1)
-				steps += 2
+				steps++
 			}
 			for _, v := range keys[1:] {
 				what := fmt.Sprintf("%s: cleanup %v", name, v)
@@ -213,8 +222,8 @@ func TestModelExpiryMatchesScripts(t *testing.T) {
 		model  func(mnode) (mnode, bool)
 		script func() (bool, error)
 	}{
-		{"extend by call 1", mval{1, 1}, func(n mnode) (mnode, bool) { return nodeExtend(n, now, ttl, 1) }, func() (bool, error) {
-			r, err := extendScript.Run(ctx, rdb, []string{key}, modelToken(1)+".", ttlArg).Int64()
+		{"extend by call 1", mval{1, 1}, func(n mnode) (mnode, bool) { return nodeExtend(n, now, ttl, mval{1, 1}) }, func() (bool, error) {
+			r, err := extendScript.Run(ctx, rdb, []string{key}, modelValue(mval{1, 1}), ttlArg).Int64()
 			return r == 1, err
 		}},
 		{"acquire, the same value", mval{1, 2}, func(n mnode) (mnode, bool) {

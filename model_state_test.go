@@ -180,6 +180,11 @@ type variant struct {
 	// expiry to now+ttl whatever it was (extend.lua before it only moved
 	// the expiry later), so one share asking for less cuts another short.
 	oldExtend bool
+	// A deliberate bug, for a control: the extend script extends any value
+	// of the call ("T.*"), as extend.lua did before it matched the value the
+	// lease won: a failed attempt's delayed acquire sets "T.j" on a node, the
+	// lease counts it, and the attempt's exact cleanup deletes it.
+	anyAttemptExtend bool
 	// Deliberate bugs of the grant protocol, for controls: the grant path
 	// counts its lease from the decision instead of the call's begin; the
 	// acquire script takes a grant "T.0" over by writing "T.k".

@@ -141,7 +141,7 @@ func (st *step) deliver(i int, to uint8) {
 		reply(kWbRep, 1)
 	case kExtReq:
 		var ok bool
-		*nd, ok = w.extendStep(*nd, s.now, w.ttl, c+1)
+		*nd, ok = w.extendStep(*nd, s.now, w.ttl, c+1, s.cl[c].holdAtt)
 		st.logf("c%d extend delivered at n%d (key %s) → %v", c, n, w.show(nd.key), map[bool]string{true: "extended", false: "not ours"}[ok])
 		r := uint8(0)
 		if ok {

@@ -210,13 +210,14 @@ func (w *world) check(s *mstate, props uint8) *mviolation {
 	first, firstWho := -1, ""
 	for c := 0; c < w.clients; c++ {
 		var who string
+		won := s.cl[c].holdAtt
 		switch {
 		case w.believes(s, c) && w.shareBelieves(s, c):
 			who = fmt.Sprintf("c%d and its resumed share", c)
 		case w.believes(s, c):
 			who = fmt.Sprintf("c%d", c)
 		case w.shareBelieves(s, c):
-			who = fmt.Sprintf("c%d's resumed share", c)
+			who, won = fmt.Sprintf("c%d's resumed share", c), s.cl[c].sh.won
 		default:
 			continue
 		}
@@ -227,14 +228,18 @@ func (w *world) check(s *mstate, props uint8) *mviolation {
 		if w.mutexOnly {
 			continue
 		}
+		// The values the lease counts (docs/design.md, "What a lease
+		// counts"): the one it won and the call's grant; a stray value of
+		// a failed attempt may be deleted by that attempt's cleanup.
+		lease, grant := mval{uint8(c + 1), won}, mval{uint8(c + 1), 0}
 		held := 0
 		for n := 0; n < w.nodes; n++ {
-			if s.nodes[n].key.tok == uint8(c+1) {
+			if k := s.nodes[n].key; k.tok != 0 && (k == lease || k == grant) {
 				held++
 			}
 		}
 		if held < w.quorum() {
-			return &mviolation{prop: 3, why: fmt.Sprintf("%s believes it holds the lock at t=%d, but only %d nodes hold a value of T%d (quorum %d): another client can take it", who, s.now, held, c+1, w.quorum())}
+			return &mviolation{prop: 3, why: fmt.Sprintf("%s believes it holds the lock at t=%d, but only %d nodes hold the value it won, %s, or its grant (quorum %d): another client can take it", who, s.now, held, w.show(lease), w.quorum())}
 		}
 	}
 	return nil
