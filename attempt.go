@@ -57,15 +57,6 @@ func grantReply(cmd *redis.Cmd) (grant, error) {
 	return parseGrant(s)
 }
 
-// lateCovered reports whether a late answer of node to one of cl's
-// acquire calls needs no cleanup, because a release of the call follows
-// that acquire on the node: both went through the node's sender, which
-// sends one node's calls in order, and the release deletes any attempt's
-// value of the call.
-func (c *Client) lateCovered(cl *call, node int) bool {
-	return c.links[node].Sender != nil && cl.releaseQueued.Load()
-}
-
 // granted accepts a node that granted the lock.
 func granted(g grant, err error) bool { return err == nil && g.ok }
 
@@ -79,7 +70,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(ctx, c, &transport.Spec[grant]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: grantReply, Accept: granted,
 		Late: func(rp transport.Reply[grant]) {
-			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) && !c.lateCovered(cl, rp.Node) {
+			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) {
 				c.cleanup(ctx, ls, value, []int{rp.Node})
 				if rp.Err == nil && !w.done.Load() {
 					cl.lateWin() // after the cleanup: the next attempt finds the key free
@@ -121,7 +112,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 		until := start.Add(v)
 		if ok && c.clock.Now().Before(until) && !c.isClosed() {
 			cl.win()
-			return newLock(c, cl, fence, until), nil
+			return newLock(c, cl, ls.counted(attempt), fence, until), nil
 		}
 		if ok {
 			v = until.Sub(c.clock.Now())

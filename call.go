@@ -3,24 +3,25 @@ package redlock
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 )
 
 // call is one Acquire call (or Resume, Reenter) as its lock will know it:
 // its lease, its local turn, and what it shares with the answers that reach
 // it after the attempt that asked was decided (late answers). A late grant
 // is our key on that node; so may be a late error, since the script may
-// have run before the reply was lost. Such a key holds that attempt's own
-// value, so deleting it with that exact value never touches another
-// attempt's key. Who deletes it:
+// have run before the reply was lost, or may still run, however late. Such
+// a key holds that attempt's own value, so deleting it with that exact
+// value never touches another attempt's key, nor what the lease counts
+// (the won attempt's value: lease.counted). Who deletes it:
 //   - while its attempt is being decided: it is recorded, and cleaned up
 //     with the attempt if the attempt fails;
-//   - once its attempt won, while the lock is held: it belongs to the lock,
-//     whose extend and release cover every attempt of the call; and after
-//     the lock was lost too: it is the lease's own value, which another
-//     share of the lease (a resumed handle) may count, so it is left to
-//     its TTL;
-//   - otherwise (its attempt failed, or the lock was released): at once.
+//   - once its attempt won, while the lock is held: it is the lease's own
+//     value, which its extend counts and its release deletes; and after
+//     the lock was lost too: another share of the lease (a resumed handle)
+//     may count it, so it is left to its TTL;
+//   - otherwise (its attempt failed, or the lock was released): at once,
+//     by an exact cleanup sent after the answer came (so after the acquire
+//     ran: a cleanup sent earlier may overtake it on the network).
 type call struct {
 	ls *lease
 	// ctx is the context of the Acquire (Resume, Reenter) call: its lock's
@@ -34,9 +35,6 @@ type call struct {
 	// no entry of the call there to grant it to), and the call's next
 	// attempt may win at once, where it would sleep until its next poll.
 	retry chan struct{}
-	// releaseQueued is set once a release of the call's lock is queued on
-	// every node's sender (see lateCovered).
-	releaseQueued atomic.Bool
 
 	mu      sync.Mutex // protects the fields below
 	attempt int        // the attempt being decided, or the one that won

@@ -58,7 +58,7 @@ func testInvalidArguments(t *testing.T) {
 		}},
 		{"Do nil fn", func() error { return c.Do(ctx, "x", time.Second, nil, nil) }},
 		{"zero handle", func() error { _, err := c.Resume(ctx, Handle{}, time.Second, nil); return err }},
-		{"bad handle text", func() error { _, err := ParseHandle("rlh1.x"); return err }},
+		{"bad handle text", func() error { _, err := ParseHandle("rlh2.x"); return err }},
 		{"Reenter plain", func() error { _, err := l.Reenter(ctx, time.Second, nil); return err }},
 		{"no nodes", func() error { _, err := New(nil, nil); return err }},
 		{"nil node", func() error { _, err := NewWithNodes([]Node{nil}, nil); return err }},

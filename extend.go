@@ -75,7 +75,7 @@ func (l *Lock) extendRound(ctx context.Context, ttl time.Duration) (extendOutcom
 	if ttl != l.ls.ttl {
 		ttlArg = millis(ttl)
 	}
-	r := sendRound(ctx, c, l.ls.extendRequest(ttlArg), observed(ctx, c, &transport.Spec[int64]{
+	r := sendRound(ctx, c, l.ls.extendRequest(ttlArg, l.won), observed(ctx, c, &transport.Spec[int64]{
 		Need: c.quorum, PerNode: timeout, Parse: int64Reply, Accept: isOne}, EventExtend, l.ls.name))
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)

@@ -127,7 +127,9 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 	case extendScript.Hash():
 		f.calls["extend"]++
 		ms, _ := strconv.Atoi(str(1))
-		if cur, ok := f.kv[keys[0]]; !ok || !strings.HasPrefix(cur, str(0)) {
+		// The won value, or the call's grant (extend.lua).
+		token, _, _ := strings.Cut(str(0), ".")
+		if cur, ok := f.kv[keys[0]]; !ok || cur != str(0) && cur != token+".0" {
 			return redis.NewCmdResult(int64(0), nil)
 		}
 		if e := time.Now().Add(time.Duration(ms) * time.Millisecond); e.After(f.expiry[keys[0]]) {

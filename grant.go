@@ -45,7 +45,7 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, fences []uint64, first
 		return nil
 	}
 	cl.winGrant()
-	return newLock(c, cl, fence, until)
+	return newLock(c, cl, ls.counted(0), fence, until)
 }
 
 // split ends the call as if it gave up, and makes a new call take its place

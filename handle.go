@@ -10,8 +10,9 @@ import (
 )
 
 // Handle identifies a held lock so that another process can resume it: the
-// lock's name, its token (the proof of ownership), its fence and whether it
-// is re-entrant. It carries no deadline: whoever resumes it computes its own
+// lock's name, its token (the proof of ownership), the attempt of its
+// Acquire call that won it (whose value a resumed share counts on the
+// nodes, as the lock does), its fence and whether it is re-entrant. It carries no deadline: whoever resumes it computes its own
 // from its own round with the nodes, never trusting the sender's clock.
 //
 // Send it as text (MarshalText, or JSON, which uses it) and read it back with
@@ -21,16 +22,23 @@ import (
 type Handle struct {
 	name      string
 	token     string
+	attempt   int // the winning attempt of a plain lock (0: the releases' grants); 0 for a re-entrant one
 	fence     uint64
 	reentrant bool
 }
 
-// handleVersion starts every handle's text form.
-const handleVersion = "rlh1"
+// handleVersion starts every handle's text form. Version 1 had no attempt:
+// a share resumed from it could not tell the lease's value from a failed
+// attempt's, and is refused.
+const handleVersion = "rlh2"
 
 // Handle returns the lock's handle, for [Client.Resume] in another process.
 func (l *Lock) Handle() Handle {
-	return Handle{name: l.ls.name, token: l.ls.token, fence: l.fence, reentrant: l.ls.hold != ""}
+	h := Handle{name: l.ls.name, token: l.ls.token, fence: l.fence, reentrant: l.ls.hold != ""}
+	if !h.reentrant && len(l.won) > len(l.ls.prefix) {
+		h.attempt, _ = strconv.Atoi(l.won[len(l.ls.prefix):]) // what counted made of it
+	}
+	return h
 }
 
 // Name returns the name of the handle's lock.
@@ -50,7 +58,7 @@ func (h Handle) String() string {
 }
 
 // MarshalText returns the handle as one line of URL-safe text:
-// "rlh1.<r|p>.<fence>.<token>.<name in base64>".
+// "rlh2.<r|p>.<fence>.<token>.<attempt>.<name in base64>".
 func (h Handle) MarshalText() ([]byte, error) {
 	if err := h.check(); err != nil {
 		return nil, err
@@ -60,7 +68,7 @@ func (h Handle) MarshalText() ([]byte, error) {
 		kind = "r"
 	}
 	return []byte(strings.Join([]string{handleVersion, kind, strconv.FormatUint(h.fence, 10), h.token,
-		base64.RawURLEncoding.EncodeToString([]byte(h.name))}, ".")), nil
+		strconv.Itoa(h.attempt), base64.RawURLEncoding.EncodeToString([]byte(h.name))}, ".")), nil
 }
 
 // UnmarshalText reads a handle written by MarshalText.
@@ -86,8 +94,12 @@ func ParseHandle(s string) (Handle, error) {
 		return bad(fmt.Sprintf("%d bytes; a handle is at most %d", len(s), maxHandleLen))
 	}
 	f := strings.Split(s, ".")
-	if len(f) != 5 || f[0] != handleVersion {
-		return bad("want 5 dot-separated parts starting " + handleVersion)
+	if len(f) > 0 && f[0] == "rlh1" {
+		return bad("version rlh1, from an earlier redlock that did not record the winning attempt; " +
+			"resume it with that version, or acquire the lock anew once it expires")
+	}
+	if len(f) != 6 || f[0] != handleVersion {
+		return bad("want 6 dot-separated parts starting " + handleVersion)
 	}
 	if f[1] != "r" && f[1] != "p" {
 		return bad("kind " + strconv.Quote(f[1]))
@@ -96,11 +108,15 @@ func ParseHandle(s string) (Handle, error) {
 	if err != nil {
 		return bad("fence " + strconv.Quote(f[2]))
 	}
-	name, err := base64.RawURLEncoding.DecodeString(f[4])
+	attempt, err := strconv.Atoi(f[4])
+	if err != nil || attempt < 0 || f[4] != strconv.Itoa(attempt) || f[1] == "r" && attempt != 0 {
+		return bad("attempt " + strconv.Quote(f[4]))
+	}
+	name, err := base64.RawURLEncoding.DecodeString(f[5])
 	if err != nil {
 		return bad("name is not base64")
 	}
-	h := Handle{name: string(name), token: f[3], fence: fence, reentrant: f[1] == "r"}
+	h := Handle{name: string(name), token: f[3], attempt: attempt, fence: fence, reentrant: f[1] == "r"}
 	if err := h.check(); err != nil {
 		return Handle{}, err
 	}
@@ -109,7 +125,7 @@ func ParseHandle(s string) (Handle, error) {
 
 // maxHandleLen bounds a handle's text: the version, kind, a uint64 fence,
 // a token and a name of MaxNameLen bytes in base64, with the dots.
-const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + (MaxNameLen*4+2)/3 + 1
+const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + 19 + 1 + (MaxNameLen*4+2)/3 + 1
 
 // check says what is wrong with h, if anything. A token is what newToken
 // makes: tokenLen characters of unpadded URL-safe base64, nothing else a

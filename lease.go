@@ -124,8 +124,10 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 
 // value is what attempt number attempt writes to the lock key: each attempt
 // of a call writes a value of its own, so that a delayed cleanup of one
-// attempt can never delete the key of the next. The lock's extend and
-// release match the prefix, so they cover every attempt of the call.
+// attempt can never delete the key of the next; attempt 0 is a release's
+// grant to the call ("<token>.0", handon.lua). The lock's release matches
+// the prefix, so it deletes every attempt's value of the call; its extend
+// matches the value the lease won only (see counted).
 func (ls *lease) value(attempt int) string {
 	switch {
 	case ls.prefix == ls.token: // the negative control: one value for all
@@ -134,6 +136,25 @@ func (ls *lease) value(attempt int) string {
 		return ls.first
 	}
 	return ls.prefix + strconv.Itoa(attempt)
+}
+
+// counted returns what a lease won by attempt (0: the releases' grants,
+// grant.go) counts on a node, as its extend sends it (docs/design.md,
+// "What a lease counts"): for a plain lock, the attempt's value — the
+// extend script counts the call's grant "<token>.0" with it, which an
+// attempt that met the grant kept; for the re-entrant form, the hold's
+// field value: the winning attempt's number for the Acquire call's own hold,
+// nestedHoldValue for a hold added by Reenter or Resume. A value of another
+// attempt of the call is never counted: its exact cleanup may delete it at
+// any time, however late.
+func (ls *lease) counted(attempt int) string {
+	switch {
+	case ls.hold == "":
+		return ls.value(attempt)
+	case ls.hold != ls.token:
+		return nestedHoldValue
+	}
+	return strconv.Itoa(attempt)
 }
 
 // newToken returns 128 random bits as URL-safe text (no '.', which

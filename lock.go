@@ -17,6 +17,7 @@ type Lock struct {
 	c          *Client
 	ls         *lease // read only
 	fence      uint64
+	won        string             // what the lease counts on a node, as its extend sends it (lease.counted)
 	call       *call              // the call that won it: its late answers and local turn
 	done       chan struct{}      // closed when the lock ends (released or lost)
 	extendTurn chan struct{}      // buffered 1: holding its slot serialises extend rounds, so deadlines move in order
@@ -34,12 +35,13 @@ type Lock struct {
 	nextCtx  int                             // key of the next entry in contexts
 }
 
-// newLock returns the lock that call cl won, with fence, valid until until.
-func newLock(c *Client, cl *call, fence uint64, until time.Time) *Lock {
+// newLock returns the lock that call cl won, with fence, valid until until,
+// counting won on the nodes (lease.counted).
+func newLock(c *Client, cl *call, won string, fence uint64, until time.Time) *Lock {
 	if p := cl.ls.permit; p != nil {
 		fence = p.fenceOf(fence)
 	}
-	l := &Lock{c: c, ls: cl.ls, fence: fence, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
+	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
 		contexts: map[int]context.CancelCauseFunc{}}
 	l.mu.Lock()
 	l.setDeadlineLocked(until)
@@ -52,7 +54,8 @@ func (l *Lock) Name() string { return l.ls.name }
 
 // Token returns the random token that proves ownership on the nodes. Each
 // attempt of the Acquire call wrote "<token>.<attempt>" to the lock key;
-// extend and release match any value that starts with "<token>.". (A
+// extend matches the winning attempt's value (or a release's grant to the
+// call, "<token>.0"), release any value that starts with "<token>.". (A
 // re-entrant lock keeps the token in its hash; its nested and resumed locks
 // share it.)
 func (l *Lock) Token() string { return l.ls.token }

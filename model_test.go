@@ -531,14 +531,26 @@ func TestModelNodeSteps(t *testing.T) {
 	if n, _ := nodeWriteBack(mnode{ctr: 3}, 5); n.ctr != 5 {
 		t.Errorf("nodeWriteBack(3, 5) = %d; want 5", n.ctr)
 	}
-	if n, ok := nodeExtend(held(mval{1, 1}), now, ttl, 1); !ok || n.exp != now+ttl {
-		t.Errorf("nodeExtend(T1.1, T1) = %v exp %d; want extended to %d (any attempt of the call)", ok, n.exp, now+ttl)
+	if n, ok := nodeExtend(held(mval{1, 2}), now, ttl, mval{1, 2}); !ok || n.exp != now+ttl {
+		t.Errorf("nodeExtend(T1.2, won T1.2) = %v exp %d; want extended to %d", ok, n.exp, now+ttl)
 	}
-	if _, ok := nodeExtend(held(mval{2, 1}), now, ttl, 1); ok {
-		t.Errorf("nodeExtend(T2.1, T1) extended; want not ours")
+	if _, ok := nodeExtend(held(mval{1, 0}), now, ttl, mval{1, 2}); !ok {
+		t.Errorf("nodeExtend(T1.0, won T1.2) not extended; want extended (the call's grant, kept by its attempt)")
 	}
-	if _, ok := nodeExtend(none, now, ttl, 1); ok {
-		t.Errorf("nodeExtend(absent, T1) extended; want not ours (never re-created)")
+	if _, ok := nodeExtend(held(mval{1, 1}), now, ttl, mval{1, 2}); ok {
+		t.Errorf("nodeExtend(T1.1, won T1.2) extended; want not the lease's (a failed attempt's value, which its cleanup deletes)")
+	}
+	if _, ok := nodeExtend(held(mval{1, 1}), now, ttl, mval{1, 0}); ok {
+		t.Errorf("nodeExtend(T1.1, won T1.0) extended; want not the lease's (the grant path's lease counts the grant only)")
+	}
+	if _, ok := nodeExtendAnyAttempt(held(mval{1, 1}), now, ttl, 1); !ok {
+		t.Errorf("nodeExtendAnyAttempt(T1.1, T1) not extended; want any attempt of the call (the control)")
+	}
+	if _, ok := nodeExtend(held(mval{2, 1}), now, ttl, mval{1, 1}); ok {
+		t.Errorf("nodeExtend(T2.1, won T1.1) extended; want not ours")
+	}
+	if _, ok := nodeExtend(none, now, ttl, mval{1, 1}); ok {
+		t.Errorf("nodeExtend(absent, won T1.1) extended; want not ours (never re-created)")
 	}
 	if _, ok := nodeCleanup(held(mval{1, 2}), mval{1, 1}); ok {
 		t.Errorf("nodeCleanup(T1.2, T1.1) deleted; want only the exact value deleted")

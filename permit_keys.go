@@ -47,13 +47,13 @@ func (ls *lease) permitAcquireRequest(value string) *transport.Request {
 	return transport.NewRequest(permitAcquireScript, []string{k.lock, k.fence, p.gate, p.limitKey}, value, ls.ttlArg, ls.fenceArg, p.limitArg, p.yield)
 }
 
-// permitExtendRequest extends ls's slot to ttlArg ms, and the limit key
-// with it.
-func (ls *lease) permitExtendRequest(ttlArg string) *transport.Request {
+// permitExtendRequest extends ls's slot to ttlArg ms where it holds won
+// (extend.lua), and the limit key with it.
+func (ls *lease) permitExtendRequest(ttlArg, won string) *transport.Request {
 	if ls.meta != "" {
-		return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.keys.meta, ls.permit.limitKey}, ls.prefix, ttlArg, ls.permit.limitArg)
+		return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.keys.meta, ls.permit.limitKey}, won, ttlArg, ls.permit.limitArg)
 	}
-	return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.permit.limitKey}, ls.prefix, ttlArg, ls.permit.limitArg)
+	return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.permit.limitKey}, won, ttlArg, ls.permit.limitArg)
 }
 
 // permitScanRequest reads the limit key and limit slots of s.

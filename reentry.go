@@ -93,7 +93,10 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	start := c.clock.Now()
 	cl.begin(1)
 	value := ls.prefix + nestedHoldValue // what cleanup matches: the hold's one attempt
-	req := ls.extendRequest(ls.ttlArg)
+	// A plain share counts what the sender's lease counts; a hold, its own
+	// field (lease.counted).
+	won := ls.counted(h.attempt)
+	req := ls.extendRequest(ls.ttlArg, won)
 	if ls.hold != "" {
 		req = ls.addHoldRequest()
 	}
@@ -110,7 +113,7 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1}
 	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) && !c.isClosed() {
 		cl.win()
-		l := newLock(c, cl, h.fence, until)
+		l := newLock(c, cl, won, h.fence, until)
 		ev.Until = until
 		c.observe(ctx, ev)
 		if opts != nil && opts.AutoExtend {

@@ -68,7 +68,7 @@ func TestResumeFromSecondClient(t *testing.T) {
 // knows the name but not the token would make it.
 func forged(c *Client, name string, ttl time.Duration, reent bool) *Lock {
 	ls := c.newLease(name, ttl, leaseSpec{fenced: true, reentrant: reent})
-	return newLock(c, newCall(context.Background(), ls), 1, time.Now().Add(ttl))
+	return newLock(c, newCall(context.Background(), ls), ls.counted(1), 1, time.Now().Add(ttl))
 }
 
 func TestResumeWrongTokenRejected(t *testing.T) {

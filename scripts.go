@@ -164,24 +164,25 @@ func (ls *lease) acquireRequest(w place, value string) *transport.Request {
 }
 
 // extendRequest extends ls's lease to ttlArg ms (plain), or its hold
-// (re-entrant), on a node that still holds it; the node answers 1 when it
-// did. Either way a key that lives longer keeps its expiry. A plain lease
-// with metadata extends its meta key with the lock key.
-func (ls *lease) extendRequest(ttlArg string) *transport.Request {
+// (re-entrant), on a node that holds what the lease counts there, won (see
+// counted); the node answers 1 when it did. Either way a key that lives
+// longer keeps its expiry. A plain lease with metadata extends its meta key
+// with the lock key.
+func (ls *lease) extendRequest(ttlArg, won string) *transport.Request {
 	switch {
 	case ls.permit != nil:
-		return ls.permitExtendRequest(ttlArg)
+		return ls.permitExtendRequest(ttlArg, won)
 	case ls.hold == "" && ls.meta != "":
-		return transport.NewRequest(extendScript, []string{ls.keys.lock, ls.keys.meta}, ls.prefix, ttlArg)
+		return transport.NewRequest(extendScript, []string{ls.keys.lock, ls.keys.meta}, won, ttlArg)
 	case ls.hold == "":
-		return transport.NewRequest(extendScript, []string{ls.keys.lock}, ls.prefix, ttlArg)
+		return transport.NewRequest(extendScript, []string{ls.keys.lock}, won, ttlArg)
 	}
-	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0")
+	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0", won)
 }
 
 // addHoldRequest adds ls's hold to a re-entrant lock (Reenter, Resume).
 func (ls *lease) addHoldRequest() *transport.Request {
-	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ls.ttlArg, "1")
+	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ls.ttlArg, "1", nestedHoldValue)
 }
 
 // releaseRequest deletes ls's key (any attempt's value of its call) or, in

@@ -1,21 +1,30 @@
--- Extend the lock on one node, only if it holds a value of our Acquire call.
--- KEYS[1] lock key; ARGV[1] the call's prefix "<token>." (matches the value
--- of every attempt of the call); ARGV[2] ttl in ms. KEYS[2], given by a lock
--- with metadata: its meta key, extended with the lock key to the same expiry
--- (never re-created).
+-- Extend the lock on one node, only if it holds the value the lease won.
+-- KEYS[1] lock key; ARGV[1] the lease's value: "<token>.<w>", what attempt
+-- w of the Acquire call wrote when it won, or "<token>.0", a release's grant
+-- to the call when the lease came from the grants (grant.go); ARGV[2] ttl in
+-- ms. KEYS[2], given by a lock with metadata: its meta key, extended with
+-- the lock key to the same expiry (never re-created).
+-- The lease counts ARGV[1] and the call's grant "<token>.0" (an attempt
+-- that met the grant kept it: acquire.lua), nothing else: another value of
+-- the call, "<token>.<j>" of a failed attempt j, may be deleted at any time
+-- by that attempt's exact cleanup (cleanup.lua), so a node holding it must
+-- not count towards the lease (docs/design.md, "What a lease counts").
 -- The key's expiry only ever moves later: a lease may have several shares
 -- (a resumed handle, the sender's watchdog), and one share asking for less
 -- must not cut short another's local deadline. A key that lives at least
 -- ARGV[2] more already is left as it is.
 -- Returns 1 when extended (or already living long enough), 0 when the key is
--- gone or holds another owner's value. An expired key is never re-created
--- here: that would hide the gap.
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
-  return 0
+-- gone or holds another value. An expired key is never re-created here:
+-- that would hide the gap.
+local cur = redis.pcall('GET', KEYS[1])
+if type(cur) ~= 'string' then
+  return 0 -- no key (false), or not a string (an error reply): not ours
 end
-local cur = redis.call('GET', KEYS[1])
-if string.sub(cur, 1, #ARGV[1]) ~= ARGV[1] then
-  return 0
+if cur ~= ARGV[1] then
+  local dot = string.find(ARGV[1], '.', 1, true)
+  if not dot or cur ~= string.sub(ARGV[1], 1, dot) .. '0' then
+    return 0
+  end
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl >= tonumber(ARGV[2]) then
