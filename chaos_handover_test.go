@@ -363,34 +363,38 @@ var (
 	unconditionalExtend = redis.NewScript(unconditionalExtendSrc)
 )
 
-// oldExtendNode is a node that runs every script as it is, but the extend
-// script as unconditionalExtendSrc. It has no Process or Pipeline, so the
-// Client sends each script through EvalSha (and Eval after NOSCRIPT); it
-// forwards Subscribe, so that waiting works as usual.
-type oldExtendNode struct {
+// scriptSwapNode is a node that runs every script as it is, but the one
+// with hash (source src) as with: a control's earlier form of a script. It
+// has no Process or Pipeline, so the Client sends each script through
+// EvalSha (and Eval after NOSCRIPT); it forwards Subscribe, so that waiting
+// works as usual.
+type scriptSwapNode struct {
 	redis.Scripter
-	rdb redis.UniversalClient
+	rdb       redis.UniversalClient
+	hash, src string
+	with      *redis.Script
 }
 
-// unconditionalExtendNode wraps rdb in an oldExtendNode, for clientOver.
+// unconditionalExtendNode wraps rdb in a node that runs the extend script
+// as unconditionalExtendSrc, for clientOver.
 func unconditionalExtendNode(rdb redis.UniversalClient) redlock.Node {
-	return oldExtendNode{Scripter: rdb, rdb: rdb}
+	return scriptSwapNode{Scripter: rdb, rdb: rdb, hash: extendHash, src: redlock.ExtendSource, with: unconditionalExtend}
 }
 
-func (n oldExtendNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == extendHash {
-		return unconditionalExtend.Run(ctx, n.Scripter, keys, args...)
+func (n scriptSwapNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == n.hash {
+		return n.with.Run(ctx, n.Scripter, keys, args...)
 	}
 	return n.Scripter.EvalSha(ctx, sha, keys, args...)
 }
 
-func (n oldExtendNode) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	if script == redlock.ExtendSource {
-		return unconditionalExtend.Run(ctx, n.Scripter, keys, args...)
+func (n scriptSwapNode) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if script == n.src {
+		return n.with.Run(ctx, n.Scripter, keys, args...)
 	}
 	return n.Scripter.Eval(ctx, script, keys, args...)
 }
 
-func (n oldExtendNode) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+func (n scriptSwapNode) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
 	return n.rdb.Subscribe(ctx, channels...)
 }

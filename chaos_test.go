@@ -58,12 +58,14 @@ func TestChaos(t *testing.T) {
 		{"18-handover-faults", chaosHandover},
 		{"19-election-faults", chaosElection},
 		{"20-semaphore-faults", chaosSemaphore},
+		{"21-stray-acquire", chaosStrayAcquire},
 		{"control-a-06-unfenced", controlHolderPauseUnfenced},
 		{"control-a-09-unfenced", controlClockJumpUnfenced},
 		{"control-b-single-node-amnesia", controlSingleNodeAmnesia},
 		{"control-c-16-shared-values", controlDelayedCleanupShared},
 		{"control-d-18-unconditional-extend", controlHandoverUnconditional},
 		{"control-e-20-naive-permits", controlSemaphoreNaive},
+		{"control-f-21-any-attempt-extend", controlStrayAcquireAnyAttempt},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) { r.run(t, r.name) })

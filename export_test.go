@@ -30,6 +30,13 @@ func (s *logSink) Nodes(msg string) []int {
 // handOn fragment, then cleanup.lua).
 var CleanupSource = luaSource("handon.lua", "cleanup.lua")
 
+// AcquireSource is the acquire script's source as the Client loads it.
+var AcquireSource = luaSource("acquire.lua")
+
+// HoldReleaseSource is the re-entrant form's release and cleanup script
+// as the Client loads it.
+var HoldReleaseSource = luaSource("handon.lua", "hold_release.lua")
+
 // ExtendSource is the extend script's source as the Client loads it, for
 // the chaos suite's control d, which runs the script's earlier,
 // unconditional form in its place.
