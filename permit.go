@@ -53,10 +53,11 @@ func (p *Permit) Limit() int { return p.limit }
 func (p *Permit) Token() string { return p.l.Token() }
 
 // Fence returns the permit's fencing token: the semaphore's counter, taken
-// on the quorum as a lock's is, times the limit, plus the slot. So fences
-// are ordered across all permits of the name (a permit acquired after
-// another's acquisition completed has a larger fence) and no two permits
-// share one: they differ in the slot when the counter values are equal.
+// on the quorum as a lock's is, times [MaxPermits], plus the slot. So
+// fences are ordered across all permits of the name, whatever limits they
+// were taken with (a permit acquired after another's acquisition completed
+// has a larger fence), and no two permits share one: they differ in the
+// slot when the counter values are equal.
 //
 // With up to limit holders at once, a store cannot keep one highest fence
 // per resource (each permit's write would refuse the older permits that

@@ -88,7 +88,7 @@ func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, erro
 	c := s.c
 	k := s.keys.slotKeys(slot)
 	p := &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
-		slot: uint64(slot), limit: uint64(s.limit)}
+		slot: uint64(slot)}
 	if yield {
 		p.yield = "1"
 	}

@@ -47,8 +47,8 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				if s := slots[p.Slot()].Add(1); s != 1 {
 					errs <- fmt.Errorf("contender %d: slot %d held by %d permits at once", i, p.Slot(), s)
 				}
-				if p.Fence()%limit != uint64(p.Slot()) {
-					errs <- fmt.Errorf("contender %d: fence %d does not name slot %d (fence mod limit)", i, p.Fence(), p.Slot())
+				if p.Fence()%MaxPermits != uint64(p.Slot()) {
+					errs <- fmt.Errorf("contender %d: fence %d does not name slot %d (fence mod MaxPermits)", i, p.Fence(), p.Slot())
 				}
 				time.Sleep(20 * time.Millisecond)
 				slots[p.Slot()].Add(-1)
@@ -105,6 +105,34 @@ func TestSemaphoreFences(t *testing.T) {
 	defer p.Release(ctx)
 	if p.Fence() <= prev {
 		t.Errorf("permit after the releases: fence %d not above %d", p.Fence(), prev)
+	}
+}
+
+// TestSemaphoreFenceAcrossLimits: a permit taken after another's
+// acquisition completed has a larger fence whatever the two limits were,
+// each permit taken once the one before it expired (its limit record with
+// it). The fence was counter × limit + slot: limit 4 then limit 1 went
+// from 4+slot to 2.
+func TestSemaphoreFenceAcrossLimits(t *testing.T) {
+	c := newTestClient(t, nodes(t, 3), nil)
+	name := permitName(t)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	var prev *Permit
+	for _, limit := range []int{4, 1, 3, MaxPermits, 2, 1} {
+		p, err := c.AcquirePermit(ctx, name, limit, ttl, nil)
+		if err != nil {
+			t.Fatalf("AcquirePermit(limit %d) once the previous permit expired: %v", limit, err)
+		}
+		if prev != nil && p.Fence() <= prev.Fence() {
+			t.Errorf("limit %d, slot %d: fence %d not above the fence %d of the permit before it (limit %d, slot %d)",
+				limit, p.Slot(), p.Fence(), prev.Fence(), prev.Limit(), prev.Slot())
+		}
+		if p.Fence()%MaxPermits != uint64(p.Slot()) {
+			t.Errorf("limit %d: fence %d does not name slot %d (fence mod MaxPermits)", limit, p.Fence(), p.Slot())
+		}
+		prev = p
+		time.Sleep(ttl + 200*time.Millisecond) // the permit and its limit record expire
 	}
 }
 

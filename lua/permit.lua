@@ -19,8 +19,9 @@
 -- A yielding caller gets "0:0" (the slot may be free, but another waiter
 -- comes first) while the gate is held: a freed permit goes to the waiter
 -- that has waited longest.
--- A fenced permit needs the counter below 2^53: its fence is the counter
--- times the limit plus the slot, exact in 64 bits for a limit up to 1024.
+-- A fenced permit needs the counter below 2^53-1 before its INCR: its
+-- fence is the counter times 1024 (MaxPermits) plus the slot, at most
+-- (2^53-1)*1024 + 1023 = 2^63-1, exact in 64 bits.
 local limitKey, gateKey = table.remove(KEYS), table.remove(KEYS)
 local yield, limit = table.remove(ARGV), table.remove(ARGV)
 local had = redis.call('GET', limitKey)
@@ -35,7 +36,7 @@ if ARGV[3] == '1' then
   local n = redis.pcall('GET', KEYS[2])
   if type(n) == 'string' and (#n > 16 or #n == 16 and n >= '9007199254740991') then
     return redis.error_reply('BADCOUNTER fence counter ' .. KEYS[2] .. ' holds ' .. n ..
-      ', too large for permit fences (counter times limit plus slot): below 2^53-1 needed')
+      ', too large for permit fences (counter times 1024 plus slot): below 2^53-1 needed')
   end
 end
 local function slot()
