@@ -113,16 +113,26 @@ func (p *Permit) Release(ctx context.Context) error {
 // the same name.
 //
 // Errors are those of Acquire: a failed call matches [ErrNotAcquired], and
-// [ErrHeld] when every permit was held.
+// [ErrHeld] when every permit was held. Bad arguments (those options too)
+// match [ErrInvalid].
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "AcquirePermit"); err != nil {
+		return nil, err
+	}
+	return c.acquirePermit(ctx, "AcquirePermit", name, limit, ttl, opts)
+}
+
+// acquirePermit is AcquirePermit for op (AcquirePermit, TryAcquirePermit),
+// with c made by New and ctx not nil.
+func (c *Client) acquirePermit(ctx context.Context, op, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > MaxPermits {
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: limit %d: a semaphore has 1 to %d permits", name, limit, MaxPermits)
+	if err := checkLimit(op, name, limit); err != nil {
+		return nil, err
 	}
 	if c.isClosed() {
 		return nil, ErrClosed
@@ -136,9 +146,9 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 	}
 	switch {
 	case o.Reentrant:
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: permits are not re-entrant: leave AcquireOptions.Reentrant unset", name)
+		return nil, invalidf("redlock: %s %q: permits are not re-entrant: leave AcquireOptions.Reentrant unset", op, name)
 	case o.Barging:
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: permits always wait in order: leave AcquireOptions.Barging unset", name)
+		return nil, invalidf("redlock: %s %q: permits always wait in order: leave AcquireOptions.Barging unset", op, name)
 	}
 	if err := checkMetadata(o.Metadata); err != nil {
 		return nil, err
@@ -155,11 +165,25 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 // waiting: [Client.AcquirePermit] with [NoRetry]. It fails at once when
 // every permit is held, or when a waiter comes first.
 func (c *Client) TryAcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "TryAcquirePermit"); err != nil {
+		return nil, err
+	}
 	o, err := oneTry("TryAcquirePermit", "AcquirePermit", name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.AcquirePermit(ctx, name, limit, ttl, o)
+	return c.acquirePermit(ctx, "TryAcquirePermit", name, limit, ttl, o)
+}
+
+// checkLimit refuses a limit a semaphore cannot have, for op.
+func checkLimit(op, name string, limit int) error {
+	if limit < 1 || limit > MaxPermits {
+		return invalidf("redlock: %s %q: limit %d: a semaphore has 1 to %d permits", op, name, limit, MaxPermits)
+	}
+	return nil
 }
 
 // errAllHeld is the error of a call that found every permit held.

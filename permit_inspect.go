@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -40,16 +39,20 @@ type PermitsState struct {
 // changing nothing: each slot as [Client.Inspect] reads a lock, and the
 // waiters. Like Inspect, it is for looking, never for deciding: what it
 // saw may change the moment after. It returns an error only for bad
-// arguments or when ctx has ended.
+// arguments (matching [ErrInvalid]: a nil ctx, the name, a limit out of
+// range) or when ctx has ended.
 func (c *Client) InspectPermits(ctx context.Context, name string, limit int) (*PermitsState, error) {
 	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "InspectPermits"); err != nil {
 		return nil, err
 	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > MaxPermits {
-		return nil, fmt.Errorf("redlock: InspectPermits %q: limit %d: a semaphore has 1 to %d permits", name, limit, MaxPermits)
+	if err := checkLimit("InspectPermits", name, limit); err != nil {
+		return nil, err
 	}
 	sk := semKeysOf(c.opts.KeyPrefix, name)
 	st := &PermitsState{Name: name, Limit: limit, Quorum: c.quorum, Slots: make([]LockState, limit)}
