@@ -105,16 +105,15 @@ func (p *Permit) Release(ctx context.Context) error {
 // even to a free slot, wait behind it. opts.Retry bounds the wait as for
 // Acquire ([NoRetry]: one try, see [Client.TryAcquirePermit]).
 //
-// Every client of a name must use the same limit: a node where the
-// semaphore's live permits were taken with another limit refuses, and the
-// call fails at once with an error matching [ErrLimitMismatch]. limit is 1
-// to [MaxPermits]. opts.Reentrant and opts.Barging do not apply to permits
-// and are refused. A semaphore's keys are apart from those of a lock of
-// the same name.
+// Every client of a name must use the same limit, 1 to [MaxPermits]: when
+// a quorum of the nodes hold live permits taken with another, the call
+// fails at once with [ErrLimitMismatch] (which says when a new limit
+// applies). opts.Reentrant and opts.Barging do not apply to permits. A
+// semaphore's keys are apart from those of a lock of the same name.
 //
 // Errors are those of Acquire: a failed call matches [ErrNotAcquired], and
-// [ErrHeld] when every permit was held. Bad arguments (those options too)
-// match [ErrInvalid].
+// [ErrHeld] when every permit was held; a [*QuorumError] in it names each
+// node's answer. Bad arguments (those options too) match [ErrInvalid].
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
 	if err := c.made(); err != nil {
 		return nil, err

@@ -73,7 +73,8 @@ func (s *semCall) acquire(ctx context.Context) (*Permit, error) {
 }
 
 // final reports whether err ends the call: anything but a slot refused, or
-// ctx ended, the Client closed, or nodes that refuse for good.
+// ctx ended, the Client closed, a limit in force on a quorum, or nodes
+// that refuse for good.
 func (s *semCall) final(ctx context.Context, err error) bool {
 	if !errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrLimitMismatch) || s.c.stopped(ctx) != nil {
 		return true
@@ -98,15 +99,46 @@ func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, erro
 	o.Retry = NoRetry()
 	l, err := c.acquireLease(ctx, ls, o, s.start)
 	if err != nil {
-		return nil, err
+		return nil, s.limitInForce(err)
 	}
 	return &Permit{l: l, c: c, slot: slot, limit: s.limit}, nil
+}
+
+// limitInForce returns err, a failed attempt's, with its nodes' LIMIT
+// refusals matching ErrLimitMismatch when they make a quorum: only a limit
+// in force on a quorum refuses the call. Fewer are nodes that did not
+// grant, like nodes that did not answer: the call goes on (docs/design.md,
+// "The limit").
+func (s *semCall) limitInForce(err error) error {
+	qe, ok := err.(*QuorumError)
+	if !ok {
+		return err
+	}
+	n := 0
+	for _, e := range qe.Nodes {
+		var le limitError
+		if errors.As(e, &le) {
+			n++
+		}
+	}
+	if n < s.c.quorum {
+		return err
+	}
+	for i, e := range qe.Nodes {
+		if ne, ok := e.(*NodeError); ok {
+			if le, ok := ne.Err.(limitError); ok {
+				qe.Nodes[i] = &NodeError{Node: ne.Node, Addr: ne.Addr, Err: limitMismatchError(le)}
+			}
+		}
+	}
+	return err
 }
 
 // scan reads the slots on the nodes and returns one free on a quorum of
 // them (at random among those, so that calls that scan together spread
 // out), or -1 and how soon the first slot frees on a quorum by the nodes'
-// TTLs (0: unknown). A node that keeps another limit fails the call.
+// TTLs (0: unknown). A limit in force on a quorum (another than the
+// call's) fails the call.
 func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
 	c := s.c
 	timeout := c.nodeTimeout(s.ttl)
@@ -114,19 +146,24 @@ func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
 		Need: c.quorum, PerNode: timeout, Parse: sliceReply, Accept: func(_ []any, err error) bool { return err == nil }})
 	var free []int
 	ttls := make([][]int64, s.limit) // per slot, each answering node's PTTL (0: free)
+	limits := make([]error, len(r.Replies))
+	mismatched := 0
 	for i, rp := range r.Replies {
 		if !r.Answered[i] || rp.Err != nil || len(rp.Val) != s.limit+1 {
 			continue
 		}
 		if had, _ := rp.Val[0].(string); had != "" && had != s.limitArg {
-			return -1, 0, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, sentinel: ErrNotAcquired,
-				Nodes: []error{&NodeError{Node: i, Addr: c.nodes[i].addr, Err: limitError{errors.New(
-					"LIMIT semaphore " + s.keys.limit + " is in use with limit " + had + ", not " + s.limitArg)}}}}
+			mismatched++
+			limits[i] = &NodeError{Node: i, Addr: c.nodes[i].addr, Err: limitMismatchError{errors.New(
+				"LIMIT semaphore " + s.keys.limit + " is in use with limit " + had + ", not " + s.limitArg)}}
 		}
 		for j := range s.limit {
 			ttl, _ := rp.Val[j+1].(int64)
 			ttls[j] = append(ttls[j], max(ttl, 0))
 		}
+	}
+	if mismatched >= c.quorum {
+		return -1, 0, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, Attempts: s.attempts, Nodes: limits, sentinel: ErrNotAcquired}
 	}
 	var soon time.Duration
 	for j, ts := range ttls {

@@ -183,43 +183,6 @@ func TestSemaphoreFull(t *testing.T) {
 	_ = held[0].Release(ctx)
 }
 
-// TestSemaphoreLimitMismatch: a client with another limit than the live
-// permits' is refused at once, and writes nothing.
-func TestSemaphoreLimitMismatch(t *testing.T) {
-	ns := nodes(t, 3)
-	c := newTestClient(t, ns, nil)
-	name := permitName(t)
-	ctx := context.Background()
-	p, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release(ctx)
-	for _, try := range []bool{true, false} {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		start := time.Now()
-		var err error
-		if try {
-			_, err = c.TryAcquirePermit(wctx, name, 3, 10*time.Second, nil)
-		} else {
-			_, err = c.AcquirePermit(wctx, name, 3, 10*time.Second, nil)
-		}
-		cancel()
-		if !errors.Is(err, ErrLimitMismatch) {
-			t.Errorf("try=%v: AcquirePermit with limit 3 while limit 2 is in use = %v; want ErrLimitMismatch", try, err)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("try=%v: the mismatch took %v to report; want it at once (no retry can cure it)", try, d)
-		}
-	}
-	sk := semKeysOf(c.opts.KeyPrefix, name)
-	for i, n := range ns {
-		if got := n.Exists(ctx, sk.slotKeys(2).lock).Val(); got != 0 {
-			t.Errorf("node %d: slot 2 (only limit 3 has it) exists; want nothing written", i)
-		}
-	}
-}
-
 // TestSemaphoreBadInput: the limit and the options a permit cannot take
 // are refused before anything is sent.
 func TestSemaphoreBadInput(t *testing.T) {
@@ -287,35 +250,5 @@ func TestSemaphoreLeavesOnlyTheCounter(t *testing.T) {
 		if len(keys) != 1 || keys[0] != sk.fence {
 			t.Errorf("node %d: keys left %v; want only the fence counter %s", i, keys, sk.fence)
 		}
-	}
-}
-
-// TestSemaphoreLimitOutlivesEveryPermit: a short permit taken and extended
-// after a long one never shortens the nodes' record of the limit under the
-// long one: a client with another limit is refused for as long as the
-// long permit lives.
-func TestSemaphoreLimitOutlivesEveryPermit(t *testing.T) {
-	ns := nodes(t, 3)
-	c := newTestClient(t, ns, nil)
-	name := permitName(t)
-	ctx := context.Background()
-	long, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer long.Release(ctx)
-	short, err := c.AcquirePermit(ctx, name, 2, 400*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := short.Extend(ctx, 400*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if err := short.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(600 * time.Millisecond) // past the short permit's TTL
-	if _, err := c.TryAcquirePermit(ctx, name, 3, time.Second, nil); !errors.Is(err, ErrLimitMismatch) {
-		t.Errorf("limit 3 while a limit-2 permit lives = %v; want ErrLimitMismatch (the short permit must not have shortened the limit's record)", err)
 	}
 }
