@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -183,9 +181,4 @@ func checkLimit(op, name string, limit int) error {
 		return invalidf("redlock: %s %q: limit %d: a semaphore has 1 to %d permits", op, name, limit, MaxPermits)
 	}
 	return nil
-}
-
-// errAllHeld is the error of a call that found every permit held.
-func errAllHeld(name string, limit int, cause error) error {
-	return fmt.Errorf("redlock: AcquirePermit %q: all %d permits held: %w", name, limit, errors.Join(ErrNotAcquired, ErrHeld, cause))
 }

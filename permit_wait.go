@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -54,16 +55,16 @@ func (s *semCall) acquire(ctx context.Context) (*Permit, error) {
 	}
 	var qe *QuorumError
 	if errors.As(err, &qe) && qe.Held > 0 { // the slot was busy, not yielded: look for a free one
-		slot, _, serr := s.scan(ctx)
-		if serr != nil {
+		sc, serr := s.scan(ctx)
+		switch {
+		case serr != nil:
 			return nil, serr
-		}
-		if slot >= 0 {
-			if p, err = s.take(ctx, slot, true); p != nil || s.final(ctx, err) {
+		case sc.slot >= 0:
+			if p, err = s.take(ctx, sc.slot, true); p != nil || s.final(ctx, err) {
 				return p, err
 			}
-		} else {
-			err = errAllHeld(s.name, s.limit, nil)
+		case sc.held > 0:
+			err = s.allHeld(sc, nil)
 		}
 	}
 	if _, retries := s.o.Retry(1); !retries {
@@ -134,16 +135,23 @@ func (s *semCall) limitInForce(err error) error {
 	return err
 }
 
-// scan reads the slots on the nodes and returns one free on a quorum of
-// them (at random among those, so that calls that scan together spread
-// out), or -1 and how soon the first slot frees on a quorum by the nodes'
-// TTLs (0: unknown). A limit in force on a quorum (another than the
-// call's) fails the call.
-func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
+// scanned is what a scan of the slots found.
+type scanned struct {
+	slot  int           // a slot free on a quorum, at random among those; -1: none (or too few answers to tell)
+	soon  time.Duration // with none free: how soon the first frees on a quorum, by the nodes' TTLs (0: unknown)
+	nodes []error       // per node: the slots it holds (slotsHeldError), or why it did not answer
+	held  int           // nodes that hold one of the slots or more
+}
+
+// scan reads the slots on the nodes and finds one free on a quorum of them
+// (at random among those, so that calls that scan together spread out).
+// A limit in force on a quorum (another than the call's) fails the call.
+func (s *semCall) scan(ctx context.Context) (scanned, error) {
 	c := s.c
 	timeout := c.nodeTimeout(s.ttl)
 	r := sendRound(ctx, c, permitScanRequest(s.keys, s.limit), &transport.Spec[[]any]{
 		Need: c.quorum, PerNode: timeout, Parse: sliceReply, Accept: func(_ []any, err error) bool { return err == nil }})
+	sc := scanned{slot: -1}
 	var free []int
 	ttls := make([][]int64, s.limit) // per slot, each answering node's PTTL (0: free)
 	limits := make([]error, len(r.Replies))
@@ -163,25 +171,76 @@ func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
 		}
 	}
 	if mismatched >= c.quorum {
-		return -1, 0, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, Attempts: s.attempts, Nodes: limits, sentinel: ErrNotAcquired}
+		return sc, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, Attempts: s.attempts, Nodes: limits, sentinel: ErrNotAcquired}
 	}
-	var soon time.Duration
+	sc.nodes = nodeErrorsOf(c, r, timeout, func(v []any) error {
+		e := slotsHeldError{limit: s.limit}
+		if len(v) != s.limit+1 {
+			return fmt.Errorf("unexpected reply of %d values from the slot scan; want %d", len(v), s.limit+1)
+		}
+		for _, t := range v[1:] {
+			switch ttl, _ := t.(int64); {
+			case ttl == -1: // held with no expiry
+				e.held++
+				if e.first == 0 {
+					e.first = -1
+				}
+			case ttl > 0:
+				e.held++
+				if d := time.Duration(ttl) * time.Millisecond; e.first <= 0 || d < e.first {
+					e.first = d
+				}
+			}
+		}
+		if e.held > 0 {
+			sc.held++
+		}
+		return e
+	})
 	for j, ts := range ttls {
 		if len(ts) < c.quorum {
-			return -1, 0, nil // too few answers to tell
+			return sc, nil // too few answers to tell
 		}
 		slices.Sort(ts)
 		if ts[c.quorum-1] == 0 {
 			free = append(free, j)
-		} else if d := time.Duration(ts[c.quorum-1]) * time.Millisecond; soon == 0 || d < soon {
-			soon = d
+		} else if d := time.Duration(ts[c.quorum-1]) * time.Millisecond; sc.soon == 0 || d < sc.soon {
+			sc.soon = d
 		}
 	}
-	if len(free) == 0 {
-		return -1, soon, nil
+	if len(free) > 0 {
+		sc.slot = free[rand.IntN(len(free))]
 	}
-	return free[rand.IntN(len(free))], 0, nil
+	return sc, nil
 }
+
+// allHeld is the error of a call that found no slot free on a quorum (sc),
+// with cause when it ended the wait.
+func (s *semCall) allHeld(sc scanned, cause error) *QuorumError {
+	return &QuorumError{Op: "acquire permit", Name: s.name, Quorum: s.c.quorum, Held: sc.held, Attempts: s.attempts,
+		Nodes: sc.nodes, Err: cause, sentinel: ErrNotAcquired}
+}
+
+// slotsHeldError is one node's part in a call that found no slot free on a
+// quorum: how many of the limit slots it holds, and how soon the first of
+// them frees there (negative: a slot with no expiry). It matches [ErrHeld]
+// when the node holds one or more.
+type slotsHeldError struct {
+	held, limit int
+	first       time.Duration
+}
+
+func (e slotsHeldError) Error() string {
+	switch {
+	case e.held == 0:
+		return fmt.Sprintf("none of the %d permits held here (no slot is free on a quorum)", e.limit)
+	case e.first < 0:
+		return fmt.Sprintf("%d of %d permits held here, one with no expiry", e.held, e.limit)
+	}
+	return fmt.Sprintf("%d of %d permits held here, the first frees in %v", e.held, e.limit, e.first)
+}
+
+func (e slotsHeldError) Is(target error) bool { return target == ErrHeld && e.held > 0 }
 
 // queue waits in the semaphore's order: it takes the gate (a lock with the
 // fair queue, the waiters' order), and while it holds it, takes the first
@@ -222,26 +281,25 @@ func (s *semCall) holdingGate(ctx context.Context, gate *Lock, wake <-chan struc
 	var last error
 	for {
 		*attempt++
-		slot, soon, err := s.scan(ctx)
+		sc, err := s.scan(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if slot >= 0 {
-			p, err := s.take(ctx, slot, false)
+		if sc.slot >= 0 {
+			p, err := s.take(ctx, sc.slot, false)
 			if p != nil || s.final(ctx, err) {
 				return p, err
 			}
 			last = err
+		} else if last == nil || sc.held > 0 {
+			last = s.allHeld(sc, nil)
 		}
 		delay, ok := s.o.Retry(*attempt)
 		if !ok {
-			if last == nil {
-				last = errAllHeld(s.name, s.limit, nil)
-			}
 			return nil, last
 		}
-		if soon > 0 && soon < delay {
-			delay = soon
+		if sc.soon > 0 && sc.soon < delay {
+			delay = sc.soon
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -253,12 +311,19 @@ func (s *semCall) holdingGate(ctx context.Context, gate *Lock, wake <-chan struc
 			return nil, nil
 		case <-ctx.Done():
 			t.Stop()
-			if last == nil {
-				last = errAllHeld(s.name, s.limit, nil)
-			}
-			return nil, errors.Join(last, s.c.stopped(ctx))
+			return nil, withCause(last, s.c.stopped(ctx))
 		}
 	}
+}
+
+// withCause returns err, why a call failed, with cause, what ended its
+// wait (ctx's error, ErrClosed): in a [*QuorumError] as its Err.
+func withCause(err, cause error) error {
+	if qe, ok := err.(*QuorumError); ok && qe.Err == nil {
+		qe.Err = cause
+		return qe
+	}
+	return errors.Join(err, cause)
 }
 
 // permitHints remembers, per semaphore name, the slot this Client last

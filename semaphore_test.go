@@ -136,6 +136,37 @@ func TestSemaphoreFenceAcrossLimits(t *testing.T) {
 	}
 }
 
+// TestSemaphoreAllHeldIsQuorumError: a call that finds every permit held
+// fails with a *QuorumError, like every other failed acquire, matching
+// ErrNotAcquired and ErrHeld (and ctx's error when it ended the wait). It
+// was a joined error with no QuorumError in it.
+func TestSemaphoreAllHeldIsQuorumError(t *testing.T) {
+	ns := nodes(t, 3)
+	a, b := newTestClient(t, ns, nil), newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	for range 2 {
+		p, err := a.AcquirePermit(ctx, name, 2, 20*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release(ctx)
+	}
+	_, err := b.TryAcquirePermit(ctx, name, 2, time.Second, nil)
+	var qe *QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, ErrNotAcquired) || !errors.Is(err, ErrHeld) {
+		t.Errorf("TryAcquirePermit with every permit held = %v; want a *QuorumError matching ErrNotAcquired and ErrHeld", err)
+	} else if qe.Held == 0 || qe.Name != name {
+		t.Errorf("TryAcquirePermit with every permit held: QuorumError %+v; want the name and the nodes that hold the permits", *qe)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = b.AcquirePermit(wctx, name, 2, time.Second, nil)
+	if !errors.As(err, &qe) || !errors.Is(err, ErrNotAcquired) || !errors.Is(err, ErrHeld) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquirePermit whose ctx ended with every permit held = %v; want a *QuorumError matching ErrNotAcquired, ErrHeld and ctx's error", err)
+	}
+}
+
 // TestSemaphoreFull: with every permit held, a try fails at once with
 // ErrHeld, and a waiting call gets the permit the holder releases.
 func TestSemaphoreFull(t *testing.T) {
