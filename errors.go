@@ -46,12 +46,15 @@ var (
 	// fences repeat unless it is set back to at least its old value.
 	ErrBadCounter = errors.New("redlock: fence counter is not a counter")
 
-	// ErrLimitMismatch: a node refused a permit because the semaphore's
-	// live permits were taken with another limit ([Client.AcquirePermit]).
-	// Every client of a semaphore must use the same limit; a new limit
-	// applies once every permit taken with the old one has been released
-	// and its TTL has passed (the nodes keep the limit as long as the
-	// longest permit). The node is not retried.
+	// ErrLimitMismatch: a quorum of the nodes refused a permit because
+	// permits of the semaphore live on each of them were taken with
+	// another limit ([Client.AcquirePermit]): that limit is in force, and
+	// the call ends at once. Every client of a semaphore must use the same
+	// limit. A new limit is usable as soon as no permit of the old one is
+	// held: released (once the releases reached the nodes: Release returns
+	// at a quorum, the rest land within the node timeout) or expired. A
+	// node alone, or any minority, that refuses so is a node that did not
+	// grant: the call goes on, and the error does not match this.
 	ErrLimitMismatch = errors.New("redlock: the semaphore is in use with another limit")
 
 	// ErrNoPerm: a node's ACL refused a command, key or channel to the
@@ -154,14 +157,28 @@ func (e badCounterError) Error() string {
 }
 func (e badCounterError) Unwrap() []error { return []error{ErrBadCounter, e.err} }
 
-// limitError is a node that refused a permit for another limit (the
-// script's LIMIT error).
+// limitError is a node that refused a permit because permits of the
+// semaphore live on it were taken with another limit (the script's LIMIT
+// error). One node's refusal, or a minority's, is a node that did not
+// grant: it does not match [ErrLimitMismatch] (limitMismatchError does,
+// when a quorum refused so).
 type limitError struct{ err error }
 
 func (e limitError) Error() string {
-	return e.err.Error() + ": every client of a semaphore must use the same limit (a new limit applies once the old one's permits are gone)"
+	return e.err.Error() + " on this node only: not in force unless a quorum of the nodes say so " +
+		"(it lasts while that limit's permit, or a failed attempt's key, lives here)"
 }
-func (e limitError) Unwrap() []error { return []error{ErrLimitMismatch, e.err} }
+func (e limitError) Unwrap() error { return e.err }
+
+// limitMismatchError is a node's LIMIT refusal when a quorum of the nodes
+// refused so: the other limit is in force. It matches [ErrLimitMismatch].
+type limitMismatchError limitError
+
+func (e limitMismatchError) Error() string {
+	return e.err.Error() + ": every client of a semaphore must use the same limit; a new limit is usable once no permit of the old one is held " +
+		"(released, and the release reached the nodes, or expired: at most the old permits' TTL)"
+}
+func (e limitMismatchError) Unwrap() []error { return []error{ErrLimitMismatch, e.err} }
 
 // aclError is a node whose ACL refused us (see deniedByACL).
 type aclError struct{ err error }
@@ -212,7 +229,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // [ErrLost] (extend), every per-node error, and the caller's context error
 // when the context ended the wait.
 type QuorumError struct {
-	Op       string        // "acquire", "extend" or "fence write-back"
+	Op       string        // "acquire", "acquire permit" (a semaphore's scan), "extend" or "fence write-back"
 	Name     string        // lock name
 	Quorum   int           // answers needed
 	Agreed   int           // answers that agreed
@@ -280,10 +297,10 @@ func (e *QuorumError) Unwrap() []error {
 // refuses our credentials or commands. Such nodes count against the quorum
 // for good, so Acquire fails fast once they make the quorum impossible.
 func permanent(err error) bool {
-	if errors.Is(err, ErrBadCounter) || errors.Is(err, ErrNoPerm) || errors.Is(err, ErrLimitMismatch) || deniedByACL(err) {
+	if errors.Is(err, ErrBadCounter) || errors.Is(err, ErrNoPerm) || deniedByACL(err) {
 		return true
 	}
-	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER", "LIMIT"} {
+	for _, p := range []string{"WRONGTYPE", "NOPERM", "WRONGPASS", "NOAUTH", "READONLY", "CROSSSLOT", "BADCOUNTER"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}

@@ -12,7 +12,8 @@ import (
 
 // A semaphore of two permits: two holders at once, a third refused while
 // both hold one, and given the slot the first holder frees. Each permit's
-// fence names its slot (fence mod limit) and grows with every permit taken.
+// fence names its slot (fence mod MaxPermits) and grows with every permit
+// taken.
 func ExampleClient_AcquirePermit() {
 	nodes, stop := exampleNodes(3)
 	defer stop()
@@ -34,7 +35,7 @@ func ExampleClient_AcquirePermit() {
 	}
 	defer b.Release(ctx)
 	fmt.Println("two permits, slots apart:", a.Slot() != b.Slot())
-	fmt.Println("fences name the slots:", a.Fence()%limit == uint64(a.Slot()) && b.Fence()%limit == uint64(b.Slot()))
+	fmt.Println("fences name the slots:", a.Fence()%redlock.MaxPermits == uint64(a.Slot()) && b.Fence()%redlock.MaxPermits == uint64(b.Slot()))
 
 	// Both permits held: a third try is refused at once.
 	_, err = client.TryAcquirePermit(ctx, "encoders", limit, 10*time.Second, nil)

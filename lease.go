@@ -39,18 +39,19 @@ type permitSpec struct {
 	gate, limitKey string
 	limitArg       string // the limit, in decimal
 	yield          string // "1": the attempt yields to the gate's holder (permit.lua)
-	slot, limit    uint64
+	slot           uint64
 }
 
 // fenceOf returns the permit fence of a slot won with counter value n:
-// n*limit + slot, so that two permits never share a fence and a permit
-// taken after another was granted has a larger one (see Permit.Fence).
-// permit.lua keeps n below 2^53, and the limit is at most MaxPermits.
+// n*MaxPermits + slot, whatever the limit, so that two permits never share
+// a fence and a permit taken after another was granted has a larger one,
+// also when the limit changed in between (see Permit.Fence). permit.lua
+// keeps n below 2^53, so the fence is at most 2^63-1.
 func (p *permitSpec) fenceOf(n uint64) uint64 {
 	if n == 0 {
 		return 0
 	}
-	return n*p.limit + p.slot
+	return n*MaxPermits + p.slot
 }
 
 // leaseSpec is what a new lease is made of besides name and ttl.

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -53,10 +51,11 @@ func (p *Permit) Limit() int { return p.limit }
 func (p *Permit) Token() string { return p.l.Token() }
 
 // Fence returns the permit's fencing token: the semaphore's counter, taken
-// on the quorum as a lock's is, times the limit, plus the slot. So fences
-// are ordered across all permits of the name (a permit acquired after
-// another's acquisition completed has a larger fence) and no two permits
-// share one: they differ in the slot when the counter values are equal.
+// on the quorum as a lock's is, times [MaxPermits], plus the slot. So
+// fences are ordered across all permits of the name, whatever limits they
+// were taken with (a permit acquired after another's acquisition completed
+// has a larger fence), and no two permits share one: they differ in the
+// slot when the counter values are equal.
 //
 // With up to limit holders at once, a store cannot keep one highest fence
 // per resource (each permit's write would refuse the older permits that
@@ -104,24 +103,33 @@ func (p *Permit) Release(ctx context.Context) error {
 // even to a free slot, wait behind it. opts.Retry bounds the wait as for
 // Acquire ([NoRetry]: one try, see [Client.TryAcquirePermit]).
 //
-// Every client of a name must use the same limit: a node where the
-// semaphore's live permits were taken with another limit refuses, and the
-// call fails at once with an error matching [ErrLimitMismatch]. limit is 1
-// to [MaxPermits]. opts.Reentrant and opts.Barging do not apply to permits
-// and are refused. A semaphore's keys are apart from those of a lock of
-// the same name.
+// Every client of a name must use the same limit, 1 to [MaxPermits]: when
+// a quorum of the nodes hold live permits taken with another, the call
+// fails at once with [ErrLimitMismatch] (which says when a new limit
+// applies). opts.Reentrant and opts.Barging do not apply to permits. A
+// semaphore's keys are apart from those of a lock of the same name.
 //
 // Errors are those of Acquire: a failed call matches [ErrNotAcquired], and
-// [ErrHeld] when every permit was held.
+// [ErrHeld] when every permit was held; a [*QuorumError] in it names each
+// node's answer. Bad arguments (those options too) match [ErrInvalid].
 func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
 	if err := c.made(); err != nil {
 		return nil, err
 	}
+	if err := checkCtx(ctx, "AcquirePermit"); err != nil {
+		return nil, err
+	}
+	return c.acquirePermit(ctx, "AcquirePermit", name, limit, ttl, opts)
+}
+
+// acquirePermit is AcquirePermit for op (AcquirePermit, TryAcquirePermit),
+// with c made by New and ctx not nil.
+func (c *Client) acquirePermit(ctx context.Context, op, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > MaxPermits {
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: limit %d: a semaphore has 1 to %d permits", name, limit, MaxPermits)
+	if err := checkLimit(op, name, limit); err != nil {
+		return nil, err
 	}
 	if c.isClosed() {
 		return nil, ErrClosed
@@ -135,9 +143,9 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 	}
 	switch {
 	case o.Reentrant:
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: permits are not re-entrant: leave AcquireOptions.Reentrant unset", name)
+		return nil, invalidf("redlock: %s %q: permits are not re-entrant: leave AcquireOptions.Reentrant unset", op, name)
 	case o.Barging:
-		return nil, fmt.Errorf("redlock: AcquirePermit %q: permits always wait in order: leave AcquireOptions.Barging unset", name)
+		return nil, invalidf("redlock: %s %q: permits always wait in order: leave AcquireOptions.Barging unset", op, name)
 	}
 	if err := checkMetadata(o.Metadata); err != nil {
 		return nil, err
@@ -154,14 +162,23 @@ func (c *Client) AcquirePermit(ctx context.Context, name string, limit int, ttl 
 // waiting: [Client.AcquirePermit] with [NoRetry]. It fails at once when
 // every permit is held, or when a waiter comes first.
 func (c *Client) TryAcquirePermit(ctx context.Context, name string, limit int, ttl time.Duration, opts *AcquireOptions) (*Permit, error) {
+	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "TryAcquirePermit"); err != nil {
+		return nil, err
+	}
 	o, err := oneTry("TryAcquirePermit", "AcquirePermit", name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.AcquirePermit(ctx, name, limit, ttl, o)
+	return c.acquirePermit(ctx, "TryAcquirePermit", name, limit, ttl, o)
 }
 
-// errAllHeld is the error of a call that found every permit held.
-func errAllHeld(name string, limit int, cause error) error {
-	return fmt.Errorf("redlock: AcquirePermit %q: all %d permits held: %w", name, limit, errors.Join(ErrNotAcquired, ErrHeld, cause))
+// checkLimit refuses a limit a semaphore cannot have, for op.
+func checkLimit(op, name string, limit int) error {
+	if limit < 1 || limit > MaxPermits {
+		return invalidf("redlock: %s %q: limit %d: a semaphore has 1 to %d permits", op, name, limit, MaxPermits)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -29,10 +28,11 @@ type PermitsState struct {
 	// Waiting counts the calls waiting for a permit: the gate's holder and
 	// its queue's depth.
 	Waiting int
-	// InUse is the limit the nodes record for the semaphore's live permits
-	// (the largest any answering node holds; 0: none recorded). Another
-	// value than Limit means the semaphore is in use with another limit,
-	// and Slots shows only part of it.
+	// InUse is the limit in force on a quorum of the nodes: the limit that
+	// permits live on each of them were taken with (0: none, or no limit
+	// has a quorum). Another value than Limit means the semaphore is in
+	// use with another limit, and Slots shows only part of it; an
+	// AcquirePermit with Limit would fail with [ErrLimitMismatch].
 	InUse int
 }
 
@@ -40,16 +40,20 @@ type PermitsState struct {
 // changing nothing: each slot as [Client.Inspect] reads a lock, and the
 // waiters. Like Inspect, it is for looking, never for deciding: what it
 // saw may change the moment after. It returns an error only for bad
-// arguments or when ctx has ended.
+// arguments (matching [ErrInvalid]: a nil ctx, the name, a limit out of
+// range) or when ctx has ended.
 func (c *Client) InspectPermits(ctx context.Context, name string, limit int) (*PermitsState, error) {
 	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "InspectPermits"); err != nil {
 		return nil, err
 	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > MaxPermits {
-		return nil, fmt.Errorf("redlock: InspectPermits %q: limit %d: a semaphore has 1 to %d permits", name, limit, MaxPermits)
+	if err := checkLimit("InspectPermits", name, limit); err != nil {
+		return nil, err
 	}
 	sk := semKeysOf(c.opts.KeyPrefix, name)
 	st := &PermitsState{Name: name, Limit: limit, Quorum: c.quorum, Slots: make([]LockState, limit)}
@@ -96,20 +100,23 @@ func (c *Client) InspectPermits(ctx context.Context, name string, limit int) (*P
 	return st, nil
 }
 
-// recordedLimit reads the limit key of s on every node and returns the
-// largest limit recorded (0: none, or no node answered).
+// recordedLimit reads the limit in force on every node (permit_scan.lua:
+// a node's limit record, when a live slot backs it) and returns the one a
+// quorum of them agree on (0: none has a quorum).
 func (c *Client) recordedLimit(ctx context.Context, s semKeys) int {
 	r := sendRound(ctx, c, permitScanRequest(s, 0), &transport.Spec[[]any]{
 		PerNode: c.opts.NodeTimeout, Parse: sliceReply, Accept: anyAnswer[[]any]})
-	most := 0
+	count := map[int]int{}
 	for i, rp := range r.Replies {
 		if !r.Answered[i] || rp.Err != nil || len(rp.Val) == 0 {
 			continue
 		}
 		v, _ := rp.Val[0].(string)
-		if n, err := strconv.Atoi(v); err == nil && n > most {
-			most = n
+		if n, err := strconv.Atoi(v); err == nil {
+			if count[n]++; count[n] >= c.quorum {
+				return n
+			}
 		}
 	}
-	return most
+	return 0
 }

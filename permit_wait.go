@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -54,16 +55,16 @@ func (s *semCall) acquire(ctx context.Context) (*Permit, error) {
 	}
 	var qe *QuorumError
 	if errors.As(err, &qe) && qe.Held > 0 { // the slot was busy, not yielded: look for a free one
-		slot, _, serr := s.scan(ctx)
-		if serr != nil {
+		sc, serr := s.scan(ctx)
+		switch {
+		case serr != nil:
 			return nil, serr
-		}
-		if slot >= 0 {
-			if p, err = s.take(ctx, slot, true); p != nil || s.final(ctx, err) {
+		case sc.slot >= 0:
+			if p, err = s.take(ctx, sc.slot, true); p != nil || s.final(ctx, err) {
 				return p, err
 			}
-		} else {
-			err = errAllHeld(s.name, s.limit, nil)
+		case sc.held > 0:
+			err = s.allHeld(sc, nil)
 		}
 	}
 	if _, retries := s.o.Retry(1); !retries {
@@ -73,7 +74,8 @@ func (s *semCall) acquire(ctx context.Context) (*Permit, error) {
 }
 
 // final reports whether err ends the call: anything but a slot refused, or
-// ctx ended, the Client closed, or nodes that refuse for good.
+// ctx ended, the Client closed, a limit in force on a quorum, or nodes
+// that refuse for good.
 func (s *semCall) final(ctx context.Context, err error) bool {
 	if !errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrLimitMismatch) || s.c.stopped(ctx) != nil {
 		return true
@@ -88,7 +90,7 @@ func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, erro
 	c := s.c
 	k := s.keys.slotKeys(slot)
 	p := &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
-		slot: uint64(slot), limit: uint64(s.limit)}
+		slot: uint64(slot)}
 	if yield {
 		p.yield = "1"
 	}
@@ -98,53 +100,147 @@ func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, erro
 	o.Retry = NoRetry()
 	l, err := c.acquireLease(ctx, ls, o, s.start)
 	if err != nil {
-		return nil, err
+		return nil, s.limitInForce(err)
 	}
 	return &Permit{l: l, c: c, slot: slot, limit: s.limit}, nil
 }
 
-// scan reads the slots on the nodes and returns one free on a quorum of
-// them (at random among those, so that calls that scan together spread
-// out), or -1 and how soon the first slot frees on a quorum by the nodes'
-// TTLs (0: unknown). A node that keeps another limit fails the call.
-func (s *semCall) scan(ctx context.Context) (int, time.Duration, error) {
+// limitInForce returns err, a failed attempt's, with its nodes' LIMIT
+// refusals matching ErrLimitMismatch when they make a quorum: only a limit
+// in force on a quorum refuses the call. Fewer are nodes that did not
+// grant, like nodes that did not answer: the call goes on (docs/design.md,
+// "The limit").
+func (s *semCall) limitInForce(err error) error {
+	qe, ok := err.(*QuorumError)
+	if !ok {
+		return err
+	}
+	n := 0
+	for _, e := range qe.Nodes {
+		var le limitError
+		if errors.As(e, &le) {
+			n++
+		}
+	}
+	if n < s.c.quorum {
+		return err
+	}
+	for i, e := range qe.Nodes {
+		if ne, ok := e.(*NodeError); ok {
+			if le, ok := ne.Err.(limitError); ok {
+				qe.Nodes[i] = &NodeError{Node: ne.Node, Addr: ne.Addr, Err: limitMismatchError(le)}
+			}
+		}
+	}
+	return err
+}
+
+// scanned is what a scan of the slots found.
+type scanned struct {
+	slot  int           // a slot free on a quorum, at random among those; -1: none (or too few answers to tell)
+	soon  time.Duration // with none free: how soon the first frees on a quorum, by the nodes' TTLs (0: unknown)
+	nodes []error       // per node: the slots it holds (slotsHeldError), or why it did not answer
+	held  int           // nodes that hold one of the slots or more
+}
+
+// scan reads the slots on the nodes and finds one free on a quorum of them
+// (at random among those, so that calls that scan together spread out).
+// A limit in force on a quorum (another than the call's) fails the call.
+func (s *semCall) scan(ctx context.Context) (scanned, error) {
 	c := s.c
 	timeout := c.nodeTimeout(s.ttl)
 	r := sendRound(ctx, c, permitScanRequest(s.keys, s.limit), &transport.Spec[[]any]{
 		Need: c.quorum, PerNode: timeout, Parse: sliceReply, Accept: func(_ []any, err error) bool { return err == nil }})
+	sc := scanned{slot: -1}
 	var free []int
 	ttls := make([][]int64, s.limit) // per slot, each answering node's PTTL (0: free)
+	limits := make([]error, len(r.Replies))
+	mismatched := 0
 	for i, rp := range r.Replies {
 		if !r.Answered[i] || rp.Err != nil || len(rp.Val) != s.limit+1 {
 			continue
 		}
 		if had, _ := rp.Val[0].(string); had != "" && had != s.limitArg {
-			return -1, 0, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, sentinel: ErrNotAcquired,
-				Nodes: []error{&NodeError{Node: i, Addr: c.nodes[i].addr, Err: limitError{errors.New(
-					"LIMIT semaphore " + s.keys.limit + " is in use with limit " + had + ", not " + s.limitArg)}}}}
+			mismatched++
+			limits[i] = &NodeError{Node: i, Addr: c.nodes[i].addr, Err: limitMismatchError{errors.New(
+				"LIMIT semaphore " + s.keys.limit + " is in use with limit " + had + ", not " + s.limitArg)}}
 		}
 		for j := range s.limit {
 			ttl, _ := rp.Val[j+1].(int64)
 			ttls[j] = append(ttls[j], max(ttl, 0))
 		}
 	}
-	var soon time.Duration
+	if mismatched >= c.quorum {
+		return sc, &QuorumError{Op: "acquire permit", Name: s.name, Quorum: c.quorum, Attempts: s.attempts, Nodes: limits, sentinel: ErrNotAcquired}
+	}
+	sc.nodes = nodeErrorsOf(c, r, timeout, func(v []any) error {
+		e := slotsHeldError{limit: s.limit}
+		if len(v) != s.limit+1 {
+			return fmt.Errorf("unexpected reply of %d values from the slot scan; want %d", len(v), s.limit+1)
+		}
+		for _, t := range v[1:] {
+			switch ttl, _ := t.(int64); {
+			case ttl == -1: // held with no expiry
+				e.held++
+				if e.first == 0 {
+					e.first = -1
+				}
+			case ttl > 0:
+				e.held++
+				if d := time.Duration(ttl) * time.Millisecond; e.first <= 0 || d < e.first {
+					e.first = d
+				}
+			}
+		}
+		if e.held > 0 {
+			sc.held++
+		}
+		return e
+	})
 	for j, ts := range ttls {
 		if len(ts) < c.quorum {
-			return -1, 0, nil // too few answers to tell
+			return sc, nil // too few answers to tell
 		}
 		slices.Sort(ts)
 		if ts[c.quorum-1] == 0 {
 			free = append(free, j)
-		} else if d := time.Duration(ts[c.quorum-1]) * time.Millisecond; soon == 0 || d < soon {
-			soon = d
+		} else if d := time.Duration(ts[c.quorum-1]) * time.Millisecond; sc.soon == 0 || d < sc.soon {
+			sc.soon = d
 		}
 	}
-	if len(free) == 0 {
-		return -1, soon, nil
+	if len(free) > 0 {
+		sc.slot = free[rand.IntN(len(free))]
 	}
-	return free[rand.IntN(len(free))], 0, nil
+	return sc, nil
 }
+
+// allHeld is the error of a call that found no slot free on a quorum (sc),
+// with cause when it ended the wait.
+func (s *semCall) allHeld(sc scanned, cause error) *QuorumError {
+	return &QuorumError{Op: "acquire permit", Name: s.name, Quorum: s.c.quorum, Held: sc.held, Attempts: s.attempts,
+		Nodes: sc.nodes, Err: cause, sentinel: ErrNotAcquired}
+}
+
+// slotsHeldError is one node's part in a call that found no slot free on a
+// quorum: how many of the limit slots it holds, and how soon the first of
+// them frees there (negative: a slot with no expiry). It matches [ErrHeld]
+// when the node holds one or more.
+type slotsHeldError struct {
+	held, limit int
+	first       time.Duration
+}
+
+func (e slotsHeldError) Error() string {
+	switch {
+	case e.held == 0:
+		return fmt.Sprintf("none of the %d permits held here (no slot is free on a quorum)", e.limit)
+	case e.first < 0:
+		return fmt.Sprintf("%d of %d permits held here, one with no expiry", e.held, e.limit)
+	}
+	return fmt.Sprintf("%d of %d permits held here, the first frees in %v", e.held, e.limit, e.first)
+}
+
+func (e slotsHeldError) Is(target error) bool { return target == ErrHeld && e.held > 0 }
 
 // queue waits in the semaphore's order: it takes the gate (a lock with the
 // fair queue, the waiters' order), and while it holds it, takes the first
@@ -185,26 +281,25 @@ func (s *semCall) holdingGate(ctx context.Context, gate *Lock, wake <-chan struc
 	var last error
 	for {
 		*attempt++
-		slot, soon, err := s.scan(ctx)
+		sc, err := s.scan(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if slot >= 0 {
-			p, err := s.take(ctx, slot, false)
+		if sc.slot >= 0 {
+			p, err := s.take(ctx, sc.slot, false)
 			if p != nil || s.final(ctx, err) {
 				return p, err
 			}
 			last = err
+		} else if last == nil || sc.held > 0 {
+			last = s.allHeld(sc, nil)
 		}
 		delay, ok := s.o.Retry(*attempt)
 		if !ok {
-			if last == nil {
-				last = errAllHeld(s.name, s.limit, nil)
-			}
 			return nil, last
 		}
-		if soon > 0 && soon < delay {
-			delay = soon
+		if sc.soon > 0 && sc.soon < delay {
+			delay = sc.soon
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -216,12 +311,19 @@ func (s *semCall) holdingGate(ctx context.Context, gate *Lock, wake <-chan struc
 			return nil, nil
 		case <-ctx.Done():
 			t.Stop()
-			if last == nil {
-				last = errAllHeld(s.name, s.limit, nil)
-			}
-			return nil, errors.Join(last, s.c.stopped(ctx))
+			return nil, withCause(last, s.c.stopped(ctx))
 		}
 	}
+}
+
+// withCause returns err, why a call failed, with cause, what ended its
+// wait (ctx's error, ErrClosed): in a [*QuorumError] as its Err.
+func withCause(err, cause error) error {
+	if qe, ok := err.(*QuorumError); ok && qe.Err == nil {
+		qe.Err = cause
+		return qe
+	}
+	return errors.Join(err, cause)
 }
 
 // permitHints remembers, per semaphore name, the slot this Client last

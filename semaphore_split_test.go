@@ -35,7 +35,7 @@ func TestSemaphoreSplitKeepsGateKeys(t *testing.T) {
 			got.lock, got.queue, gate.lock, gate.queue)
 	}
 	slot := sk.slotKeys(1)
-	p := &permitSpec{gate: gate.lock, limitKey: sk.limit, limitArg: "2", yield: "1", slot: 1, limit: 2}
+	p := &permitSpec{gate: gate.lock, limitKey: sk.limit, limitArg: "2", yield: "1", slot: 1}
 	sl := c.newLease(name, time.Second, leaseSpec{fenced: true, keys: &slot, permit: p})
 	a = &acquisition{c: c, retry: DefaultRetry(), cl: newCall(ctx, sl)}
 	a.w = newWaiter(sl, queueWait, c.clock.Now(), c.waker.id)

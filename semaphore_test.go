@@ -47,8 +47,8 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				if s := slots[p.Slot()].Add(1); s != 1 {
 					errs <- fmt.Errorf("contender %d: slot %d held by %d permits at once", i, p.Slot(), s)
 				}
-				if p.Fence()%limit != uint64(p.Slot()) {
-					errs <- fmt.Errorf("contender %d: fence %d does not name slot %d (fence mod limit)", i, p.Fence(), p.Slot())
+				if p.Fence()%MaxPermits != uint64(p.Slot()) {
+					errs <- fmt.Errorf("contender %d: fence %d does not name slot %d (fence mod MaxPermits)", i, p.Fence(), p.Slot())
 				}
 				time.Sleep(20 * time.Millisecond)
 				slots[p.Slot()].Add(-1)
@@ -108,6 +108,65 @@ func TestSemaphoreFences(t *testing.T) {
 	}
 }
 
+// TestSemaphoreFenceAcrossLimits: a permit taken after another's
+// acquisition completed has a larger fence whatever the two limits were,
+// each permit taken once the one before it expired (its limit record with
+// it). The fence was counter × limit + slot: limit 4 then limit 1 went
+// from 4+slot to 2.
+func TestSemaphoreFenceAcrossLimits(t *testing.T) {
+	c := newTestClient(t, nodes(t, 3), nil)
+	name := permitName(t)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	var prev *Permit
+	for _, limit := range []int{4, 1, 3, MaxPermits, 2, 1} {
+		p, err := c.AcquirePermit(ctx, name, limit, ttl, nil)
+		if err != nil {
+			t.Fatalf("AcquirePermit(limit %d) once the previous permit expired: %v", limit, err)
+		}
+		if prev != nil && p.Fence() <= prev.Fence() {
+			t.Errorf("limit %d, slot %d: fence %d not above the fence %d of the permit before it (limit %d, slot %d)",
+				limit, p.Slot(), p.Fence(), prev.Fence(), prev.Limit(), prev.Slot())
+		}
+		if p.Fence()%MaxPermits != uint64(p.Slot()) {
+			t.Errorf("limit %d: fence %d does not name slot %d (fence mod MaxPermits)", limit, p.Fence(), p.Slot())
+		}
+		prev = p
+		time.Sleep(ttl + 200*time.Millisecond) // the permit and its limit record expire
+	}
+}
+
+// TestSemaphoreAllHeldIsQuorumError: a call that finds every permit held
+// fails with a *QuorumError, like every other failed acquire, matching
+// ErrNotAcquired and ErrHeld (and ctx's error when it ended the wait). It
+// was a joined error with no QuorumError in it.
+func TestSemaphoreAllHeldIsQuorumError(t *testing.T) {
+	ns := nodes(t, 3)
+	a, b := newTestClient(t, ns, nil), newTestClient(t, ns, nil)
+	name := permitName(t)
+	ctx := context.Background()
+	for range 2 {
+		p, err := a.AcquirePermit(ctx, name, 2, 20*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release(ctx)
+	}
+	_, err := b.TryAcquirePermit(ctx, name, 2, time.Second, nil)
+	var qe *QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, ErrNotAcquired) || !errors.Is(err, ErrHeld) {
+		t.Errorf("TryAcquirePermit with every permit held = %v; want a *QuorumError matching ErrNotAcquired and ErrHeld", err)
+	} else if qe.Held == 0 || qe.Name != name {
+		t.Errorf("TryAcquirePermit with every permit held: QuorumError %+v; want the name and the nodes that hold the permits", *qe)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = b.AcquirePermit(wctx, name, 2, time.Second, nil)
+	if !errors.As(err, &qe) || !errors.Is(err, ErrNotAcquired) || !errors.Is(err, ErrHeld) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquirePermit whose ctx ended with every permit held = %v; want a *QuorumError matching ErrNotAcquired, ErrHeld and ctx's error", err)
+	}
+}
+
 // TestSemaphoreFull: with every permit held, a try fails at once with
 // ErrHeld, and a waiting call gets the permit the holder releases.
 func TestSemaphoreFull(t *testing.T) {
@@ -153,43 +212,6 @@ func TestSemaphoreFull(t *testing.T) {
 	}
 	_ = p.Release(ctx)
 	_ = held[0].Release(ctx)
-}
-
-// TestSemaphoreLimitMismatch: a client with another limit than the live
-// permits' is refused at once, and writes nothing.
-func TestSemaphoreLimitMismatch(t *testing.T) {
-	ns := nodes(t, 3)
-	c := newTestClient(t, ns, nil)
-	name := permitName(t)
-	ctx := context.Background()
-	p, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release(ctx)
-	for _, try := range []bool{true, false} {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		start := time.Now()
-		var err error
-		if try {
-			_, err = c.TryAcquirePermit(wctx, name, 3, 10*time.Second, nil)
-		} else {
-			_, err = c.AcquirePermit(wctx, name, 3, 10*time.Second, nil)
-		}
-		cancel()
-		if !errors.Is(err, ErrLimitMismatch) {
-			t.Errorf("try=%v: AcquirePermit with limit 3 while limit 2 is in use = %v; want ErrLimitMismatch", try, err)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("try=%v: the mismatch took %v to report; want it at once (no retry can cure it)", try, d)
-		}
-	}
-	sk := semKeysOf(c.opts.KeyPrefix, name)
-	for i, n := range ns {
-		if got := n.Exists(ctx, sk.slotKeys(2).lock).Val(); got != 0 {
-			t.Errorf("node %d: slot 2 (only limit 3 has it) exists; want nothing written", i)
-		}
-	}
 }
 
 // TestSemaphoreBadInput: the limit and the options a permit cannot take
@@ -259,35 +281,5 @@ func TestSemaphoreLeavesOnlyTheCounter(t *testing.T) {
 		if len(keys) != 1 || keys[0] != sk.fence {
 			t.Errorf("node %d: keys left %v; want only the fence counter %s", i, keys, sk.fence)
 		}
-	}
-}
-
-// TestSemaphoreLimitOutlivesEveryPermit: a short permit taken and extended
-// after a long one never shortens the nodes' record of the limit under the
-// long one: a client with another limit is refused for as long as the
-// long permit lives.
-func TestSemaphoreLimitOutlivesEveryPermit(t *testing.T) {
-	ns := nodes(t, 3)
-	c := newTestClient(t, ns, nil)
-	name := permitName(t)
-	ctx := context.Background()
-	long, err := c.AcquirePermit(ctx, name, 2, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer long.Release(ctx)
-	short, err := c.AcquirePermit(ctx, name, 2, 400*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := short.Extend(ctx, 400*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if err := short.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(600 * time.Millisecond) // past the short permit's TTL
-	if _, err := c.TryAcquirePermit(ctx, name, 3, time.Second, nil); !errors.Is(err, ErrLimitMismatch) {
-		t.Errorf("limit 3 while a limit-2 permit lives = %v; want ErrLimitMismatch (the short permit must not have shortened the limit's record)", err)
 	}
 }

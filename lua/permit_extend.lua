@@ -5,5 +5,7 @@
 -- KEYS: extend.lua's KEYS for the slot, then KEYS[#KEYS] the semaphore's
 -- limit key; ARGV: extend.lua's ARGV, then ARGV[#ARGV] the limit. Both are
 -- taken off KEYS and ARGV here, so that extend.lua finds its own layout.
+-- The slot, when it is ours, backs the limit key: never stale here.
 local limitKey, limit = table.remove(KEYS), table.remove(ARGV)
+local stale = false
 local function slot()

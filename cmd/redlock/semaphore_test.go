@@ -226,3 +226,33 @@ func TestSemaphoreRunKillOnLoss(t *testing.T) {
 		t.Errorf("marker %q, stderr %q; want the command's SIGTERM and %q", b, p.stderr.String(), want)
 	}
 }
+
+// TestSemaphoreNewLimitAfterRelease: once every permit of -n 2 is released,
+// status -n 3 and run -n 3 work at once. They exited 64 (in use with 2
+// permits) and 75 (in use with another limit) for about the permits' TTL:
+// the limit's record outlived them.
+func TestSemaphoreNewLimitAfterRelease(t *testing.T) {
+	name := lockName(t)
+	for _, p := range []*redlock.Permit{holdPermit(t, name, 2, ""), holdPermit(t, name, 2, "")} {
+		if err := p.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Release returns at a quorum; the other node's delete follows within
+	// the node timeout.
+	code, _, stderr := runCLI(t, "status", "-n", "3", "--nodes", nodesFlag(t), name)
+	for deadline := time.Now().Add(2 * time.Second); code != exitFree && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		code, _, stderr = runCLI(t, "status", "-n", "3", "--nodes", nodesFlag(t), name)
+	}
+	if code != exitFree {
+		t.Fatalf("status -n 3 after every -n 2 permit was released = %d, %q; want %d (a permit free)", code, stderr, exitFree)
+	}
+	if code, st := permitsStatusOf(t, name, 3); code != exitFree || st.Free != 3 {
+		t.Errorf("status -n 3 --json after every -n 2 permit was released = %d, %+v; want %d and 3 free", code, st, exitFree)
+	}
+	code, stdout, stderr := runCLI(t, "run", "-n", "3", "--wait", "5s", "--nodes", nodesFlag(t), name, "--", "sh", "-c", `echo "$REDLOCK_LIMIT"`)
+	if code != 0 || stdout != "3\n" {
+		t.Errorf("run -n 3 after every -n 2 permit was released = %d, %q, %q; want 0 and the command run", code, stdout, stderr)
+	}
+}
