@@ -37,7 +37,8 @@ var ErrLeaderUnknown = errors.New("redlock: leader unknown: fewer than a quorum 
 // returns the leader (Held true), or Held false when no leader holds a
 // quorum: then nobody leads (the lock is free, or expiring, or being
 // taken). With fewer answers it returns an error matching
-// [ErrLeaderUnknown]; it also fails for a bad name or when ctx ends.
+// [ErrLeaderUnknown]; it fails at once for a bad name or a nil ctx
+// ([ErrInvalid]), and when ctx ends.
 //
 // The term is the one the leader's Campaign recorded beside its value on
 // the nodes, read from any node that holds the leader's lock: only
@@ -60,6 +61,9 @@ func (c *Client) Leader(ctx context.Context, name string) (*LeaderInfo, error) {
 // nobody leads), which tells leaders apart whatever their terms say.
 func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, holder string, err error) {
 	if err := c.made(); err != nil {
+		return nil, "", err
+	}
+	if err := checkCtx(ctx, "Leader"); err != nil {
 		return nil, "", err
 	}
 	start := c.clock.Now()

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,7 +13,8 @@ type ObserveOptions struct {
 	// Interval is how often the leader is read when no notice comes: the
 	// fallback that finds a leadership that expired (a leader that crashed
 	// announces nothing) and changes whose notices were lost. Default
-	// [DefaultObserveInterval]. It does not depend on the election's TTL.
+	// [DefaultObserveInterval]; negative is refused ([ErrInvalid]). It does
+	// not depend on the election's TTL.
 	Interval time.Duration
 }
 
@@ -51,9 +51,13 @@ const observeSettle = 100 * time.Millisecond
 //
 // The goroutines Observe starts are the Client's: they end when ctx ends or
 // on [Client.Close], which waits for them. Observe fails at once for a bad
-// name, a Client closed before the call ([ErrClosed]) or a bad option.
+// name, a nil ctx or a bad option ([ErrInvalid]), or a Client closed before
+// the call ([ErrClosed]).
 func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions) (<-chan LeaderInfo, error) {
 	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "Observe"); err != nil {
 		return nil, err
 	}
 	if err := checkName(name); err != nil {
@@ -64,7 +68,7 @@ func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions)
 		o = *opts
 	}
 	if o.Interval < 0 {
-		return nil, errors.New("redlock: ObserveOptions.Interval is negative: use a positive interval such as 1s (0 means the default)")
+		return nil, invalidf("redlock: ObserveOptions.Interval %v is negative: use a positive interval such as 1s (0 means the default)", o.Interval)
 	}
 	if o.Interval == 0 {
 		o.Interval = DefaultObserveInterval

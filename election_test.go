@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-go/redlock"
 )
 
@@ -227,38 +225,4 @@ func TestObserveLostAnnounce(t *testing.T) {
 	rep := e.check()
 	assertClean(t, "lost announce", rep)
 	e.finish(t.Name(), rep, nil)
-}
-
-// TestElectionBadInput: what Campaign and Observe refuse before sending
-// anything (no Docker: the node is never dialled).
-func TestElectionBadInput(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer rdb.Close()
-	c, err := redlock.New([]redis.UniversalClient{rdb}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, v := range []string{"", "a\nb", strings.Repeat("x", redlock.MaxMetadataLen+1), "\xff"} {
-		if _, err := c.Campaign(ctx, "e", time.Second, v); err == nil {
-			t.Errorf("Campaign(value %q) = nil error; want it refused", v)
-		}
-	}
-	if _, err := c.Campaign(ctx, "{e}", time.Second, "v"); err == nil {
-		t.Errorf("Campaign(name \"{e}\") = nil error; want it refused")
-	}
-	if _, err := c.Observe(ctx, "e", &redlock.ObserveOptions{Interval: -1}); err == nil {
-		t.Errorf("Observe(Interval -1) = nil error; want it refused")
-	}
-	c.Close()
-	if _, err := c.Observe(ctx, "e", nil); !errors.Is(err, redlock.ErrClosed) {
-		t.Errorf("Observe after Close = %v; want ErrClosed", err)
-	}
-	if _, err := c.Campaign(ctx, "e", time.Second, "v"); !errors.Is(err, redlock.ErrClosed) {
-		t.Errorf("Campaign after Close = %v; want ErrClosed", err)
-	}
-	var zero redlock.Client
-	if _, err := zero.Leader(ctx, "e"); !errors.Is(err, redlock.ErrNotNew) {
-		t.Errorf("Leader on a zero Client = %v; want ErrNotNew", err)
-	}
 }
