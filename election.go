@@ -2,20 +2,20 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/internal/transport"
 )
 
 // Leader election is the lock with a value: leadership of name is the lock
 // name, held with the leader's value as its metadata and kept by the
-// watchdog; the term is the lock's fence. Everyone reads the leader with
-// Leader (the lock as Inspect sees it) and follows it with Observe.
+// watchdog; the term is the lock's fence, which only the leader's Campaign
+// records on the nodes (announce). Everyone reads the leader with Leader
+// (the lock as Inspect sees it) and follows it with Observe.
 
 // Leadership is this Client's leadership of an election, won by
 // [Client.Campaign]: a lock that the watchdog extends until it is resigned
@@ -42,23 +42,23 @@ type Leadership struct {
 // control character.
 //
 // Once it leads, Campaign records the term beside the value on the nodes
-// and announces "<term> <value>" on the election's channel on every node ([Options].KeyPrefix + "elected:" + the lock key),
-// waiting for a quorum at most (a slow minority is not waited for). A failed
-// announce is not an error: observers also poll. Campaign fails as Acquire
-// does (errors matching [ErrNotAcquired], and ctx's error or [ErrClosed]
-// when the wait ended), and at once for a bad name, ttl or value.
+// (the only writer of that record: [Client.Leader] reads the term from it)
+// and announces "<term> <value>" on the election's channel on every node
+// ([Options].KeyPrefix + "elected:" + the lock key), waiting for a quorum
+// at most (a slow minority is not waited for). A failed announce is not an
+// error: observers also poll, and read the leader with Term 0 where the
+// record never landed. Campaign fails as Acquire does (errors matching
+// [ErrNotAcquired], and ctx's error or [ErrClosed] when the wait ended),
+// and at once for a bad name, ttl or value or a nil ctx ([ErrInvalid]).
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, value string) (*Leadership, error) {
 	if err := c.made(); err != nil {
 		return nil, err
 	}
-	if value == "" {
-		return nil, errors.New("redlock: empty leader value: say who leads, e.g. the leader's address \"10.0.0.7:8080\"")
-	}
-	if err := checkMetadata(value); err != nil {
+	if err := checkCtx(ctx, "Campaign"); err != nil {
 		return nil, err
 	}
-	if strings.ContainsFunc(value, unicode.IsControl) {
-		return nil, fmt.Errorf("redlock: leader value %q contains a control character: use printable text such as \"10.0.0.7:8080\"", value)
+	if err := checkLeaderValue(value); err != nil {
+		return nil, err
 	}
 	l, err := c.Acquire(ctx, name, ttl, &AcquireOptions{AutoExtend: true, Metadata: value})
 	if err != nil {
@@ -66,6 +66,22 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, v
 	}
 	c.announce(l)
 	return &Leadership{l: l, value: value}, nil
+}
+
+// checkLeaderValue says what is wrong with a leader's value, if anything.
+func checkLeaderValue(value string) error {
+	const want = "say who leads in printable text, e.g. the leader's address \"10.0.0.7:8080\""
+	switch {
+	case value == "":
+		return invalidf("redlock: empty leader value: %s", want)
+	case len(value) > MaxMetadataLen:
+		return invalidf("redlock: leader value of %d bytes is longer than %d: %s", len(value), MaxMetadataLen, want)
+	case !utf8.ValidString(value):
+		return invalidf("redlock: leader value %q is not valid UTF-8: %s", value, want)
+	case strings.ContainsFunc(value, unicode.IsControl):
+		return invalidf("redlock: leader value %q contains a control character: %s", value, want)
+	}
+	return nil
 }
 
 // announce records l's term beside its value on every node that still
@@ -116,8 +132,14 @@ func (ld *Leadership) Context(parent context.Context) context.Context { return l
 func (ld *Leadership) ValidUntil() time.Time { return ld.l.ValidUntil() }
 
 // Resign gives up the leadership: [Lock.Release] of its lock, which wakes
-// the next candidate. Resigning twice returns [ErrReleased].
-func (ld *Leadership) Resign(ctx context.Context) error { return ld.l.Release(ctx) }
+// the next candidate. Resigning twice returns [ErrReleased]; a nil ctx is
+// refused ([ErrInvalid]).
+func (ld *Leadership) Resign(ctx context.Context) error {
+	if err := checkCtx(ctx, "Resign"); err != nil {
+		return err
+	}
+	return ld.l.Release(ctx)
+}
 
 // Lock returns the lock the leadership is made of (its fence is the term).
 func (ld *Leadership) Lock() *Lock { return ld.l }

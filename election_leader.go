@@ -5,20 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
 // LeaderInfo is the leader of an election as [Client.Leader] read it.
 type LeaderInfo struct {
 	Name string
-	// Held: a quorum of the nodes hold the election's lock for one leader.
-	// False: the name has no leader now (a quorum answered, and no leader
-	// holds a quorum of them); the fields below are zero then.
+	// Held: a quorum of the nodes hold the election's lock for one holder,
+	// the leader. False: the name has no leader now (a quorum answered,
+	// and no holder holds a quorum of them); the fields below are zero
+	// then.
 	Held  bool
-	Value string // the leader's value, as given to Campaign
-	Term  uint64 // the leader's term: its fence (see Client.Leader)
+	Value string // the leader's value, as given to Campaign (a holder's Metadata)
+	// Term is the leader's term: its fence, as its Campaign recorded it on
+	// the nodes. 0 when the leader has recorded no term: see Client.Leader.
+	Term uint64
 	// Remaining is how long the leader is sure to lead without another
 	// extend: the TTL that a quorum of its nodes still had, less the
 	// Client's drift allowance and the time the read took. The watchdog
@@ -36,17 +37,18 @@ var ErrLeaderUnknown = errors.New("redlock: leader unknown: fewer than a quorum 
 // returns the leader (Held true), or Held false when no leader holds a
 // quorum: then nobody leads (the lock is free, or expiring, or being
 // taken). With fewer answers it returns an error matching
-// [ErrLeaderUnknown]; it also fails for a bad name or when ctx ends.
+// [ErrLeaderUnknown]; it fails at once for a bad name or a nil ctx
+// ([ErrInvalid]), and when ctx ends.
 //
 // The term is the one the leader's Campaign recorded beside its value on
-// the nodes. Until that record lands (one round trip after the leader
-// won), or where it failed everywhere, the term is the largest fence
-// counter among the nodes that hold the leader's key: no counter of theirs
-// moves while they hold it (a held key is refused to every other
-// acquisition before its counter is touched), and one of them gave the
-// leader its fence, but a node whose grant came after the acquisition was
-// decided can show more, when contention or a lost node left the counters
-// apart.
+// the nodes, read from any node that holds the leader's lock: only
+// Campaign's announce writes it, in a form no Metadata can take, so the
+// term is always the leader's fence. Term is 0 when no answering node has
+// it: in the round trip after the leader won, before its record lands;
+// when the record was lost on every node that answered; and when the name
+// is held by a plain Acquire (re-entrant or not), which records no term:
+// its holder is the leader as far as the lock goes, with its Metadata as
+// Value. A term is never guessed from the fence counters.
 //
 // Like Inspect, Leader tells what was true at some instant: decide who may
 // write with the term and a guard, not with Leader.
@@ -55,16 +57,19 @@ func (c *Client) Leader(ctx context.Context, name string) (*LeaderInfo, error) {
 	return info, err
 }
 
-// leader is Leader, also reporting whether the leader's term was read from
-// its record (announced) rather than from the counters.
-func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, announced bool, err error) {
+// leader is Leader, also returning the token of the leader's lock ("" when
+// nobody leads), which tells leaders apart whatever their terms say.
+func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, holder string, err error) {
 	if err := c.made(); err != nil {
-		return nil, false, err
+		return nil, "", err
+	}
+	if err := checkCtx(ctx, "Leader"); err != nil {
+		return nil, "", err
 	}
 	start := c.clock.Now()
 	st, err := c.Inspect(ctx, name)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	info = &LeaderInfo{Name: name}
 	if st.Answered < c.quorum {
@@ -74,30 +79,20 @@ func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, ann
 				errs = append(errs, ns.Err)
 			}
 		}
-		return info, false, errors.Join(errs...)
+		return info, "", errors.Join(errs...)
 	}
 	if !st.Held {
-		return info, false, nil
+		return info, "", nil
 	}
-	var (
-		ttls    []time.Duration
-		counter uint64
-	)
+	var ttls []time.Duration
 	for _, ns := range st.Nodes {
 		if !ns.Held || ns.Token != st.Holder {
 			continue
 		}
-		counter = max(counter, ns.Fence)
 		ttls = append(ttls, ns.TTL)
-		value, term, ok := strings.Cut(ns.Metadata, termSep)
-		if t, err := strconv.ParseUint(term, 10, 64); ok && err == nil {
-			info.Value, info.Term, announced = value, t, true
-		} else if !announced {
-			info.Value = ns.Metadata
+		if info.Term == 0 { // a node with the record wins
+			info.Value, info.Term = ns.Metadata, ns.Term
 		}
-	}
-	if !announced {
-		info.Term = counter
 	}
 	// The quorum-th largest TTL: the leader's keys live that long on a
 	// quorum of the nodes.
@@ -105,5 +100,5 @@ func (c *Client) leader(ctx context.Context, name string) (info *LeaderInfo, ann
 	q := ttls[len(ttls)-c.quorum]
 	info.Held = true
 	info.Remaining = max(q-drift(q, c.opts.DriftFactor)-c.clock.Now().Sub(start), 0)
-	return info, announced, nil
+	return info, st.Holder, nil
 }

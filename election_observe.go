@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,24 +13,32 @@ type ObserveOptions struct {
 	// Interval is how often the leader is read when no notice comes: the
 	// fallback that finds a leadership that expired (a leader that crashed
 	// announces nothing) and changes whose notices were lost. Default
-	// [DefaultObserveInterval]. It does not depend on the election's TTL.
+	// [DefaultObserveInterval]; negative is refused ([ErrInvalid]). It does
+	// not depend on the election's TTL.
 	Interval time.Duration
 }
 
 // DefaultObserveInterval is the default [ObserveOptions].Interval.
 const DefaultObserveInterval = time.Second
 
-// observeSettle is how soon after a notice the leader is read once more: a
-// release is announced before the next candidate has taken the lock.
+// observeSettle is how soon after a notice the leader is read once more (a
+// release is announced before the next candidate has taken the lock), and
+// after a new leader without a term (its record may be on its way).
 const observeSettle = 100 * time.Millisecond
 
 // Observe follows the leader of the election name until ctx ends or the
 // Client is closed, and sends each change on the returned channel, which
 // is closed then. The first entry is the leader when Observe first reads
-// it (or Held false: nobody leads); after it, an entry comes when the term
-// changes or the election becomes leaderless, and it never carries a term
-// lower than one already sent (a stale read is skipped). A read that finds
-// fewer than a quorum of the nodes answering sends nothing.
+// it (or Held false: nobody leads). After it, an entry comes for every
+// change of leader a read shows (another holder of the election's lock,
+// told apart by its lock's token, not by its term: a leader whose term is
+// lower than one sent before is still sent), when the election becomes
+// leaderless, and when a leader sent with Term 0 is read with its term. A
+// new leader that has recorded no term (see [Client.Leader]) is read again
+// a moment later (100ms), since a Campaign records its term one round trip
+// after it won, and sent with Term 0 if that read still finds it so. A
+// read that finds fewer than a quorum of the nodes answering sends
+// nothing.
 //
 // It reads the leader with [Client.Leader] on every notice, from every
 // node that can subscribe, on the election's channel (Campaign's
@@ -44,9 +51,13 @@ const observeSettle = 100 * time.Millisecond
 //
 // The goroutines Observe starts are the Client's: they end when ctx ends or
 // on [Client.Close], which waits for them. Observe fails at once for a bad
-// name, a Client closed before the call ([ErrClosed]) or a bad option.
+// name, a nil ctx or a bad option ([ErrInvalid]), or a Client closed before
+// the call ([ErrClosed]).
 func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions) (<-chan LeaderInfo, error) {
 	if err := c.made(); err != nil {
+		return nil, err
+	}
+	if err := checkCtx(ctx, "Observe"); err != nil {
 		return nil, err
 	}
 	if err := checkName(name); err != nil {
@@ -57,7 +68,7 @@ func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions)
 		o = *opts
 	}
 	if o.Interval < 0 {
-		return nil, errors.New("redlock: ObserveOptions.Interval is negative: use a positive interval such as 1s (0 means the default)")
+		return nil, invalidf("redlock: ObserveOptions.Interval %v is negative: use a positive interval such as 1s (0 means the default)", o.Interval)
 	}
 	if o.Interval == 0 {
 		o.Interval = DefaultObserveInterval
@@ -89,15 +100,14 @@ func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions)
 // and every interval, and sends the changes on out, until ctx ends.
 func (c *Client) follow(ctx context.Context, name string, interval time.Duration, kick <-chan struct{}, out chan<- LeaderInfo) {
 	var (
-		sent bool       // out has had an entry
-		last LeaderInfo // the last entry sent
-		term uint64     // the highest term sent
-		// A leader whose term is not recorded yet (see Client.Leader) is
-		// sent only once a read at least interval later still finds it
-		// so: its recorded term comes one round trip after it won, and the
-		// counters' term may be higher.
-		unannounced      uint64
-		unannouncedSince time.Time
+		sent   bool       // out has had an entry
+		last   LeaderInfo // the last entry sent
+		holder string     // the token of last's leader ("" when none)
+		// A new leader without a term, first read at since, is sent only
+		// once a read observeSettle later still finds it so: its
+		// Campaign's record may be on its way.
+		termless string
+		since    time.Time
 	)
 	poll := time.NewTimer(0) // the first read at once
 	defer poll.Stop()
@@ -110,28 +120,28 @@ func (c *Client) follow(ctx context.Context, name string, interval time.Duration
 		case <-kick:
 			poll.Reset(min(observeSettle, interval))
 		}
-		info, announced, err := c.leader(ctx, name)
+		info, h, err := c.leader(ctx, name)
 		if err != nil {
 			continue // unknown: nothing to tell
 		}
-		if info.Held && !announced {
-			if now := c.clock.Now(); info.Term != unannounced {
-				unannounced, unannouncedSince = info.Term, now
+		if settle := min(observeSettle, interval); info.Held && info.Term == 0 && h != holder {
+			if now := c.clock.Now(); h != termless {
+				termless, since = h, now
+				poll.Reset(settle) // read it again soon
 				continue
-			} else if now.Sub(unannouncedSince) < interval {
+			} else if now.Sub(since) < settle {
 				continue
 			}
 		}
-		changed := !sent || info.Held != last.Held || info.Held && info.Term != last.Term
-		if !changed || info.Held && info.Term < term {
-			continue
+		if sent && info.Held == last.Held && h == holder && (info.Term == last.Term || info.Term == 0) {
+			continue // the same leader (a term once read stays)
 		}
 		select {
 		case out <- *info:
 		case <-ctx.Done():
 			return
 		}
-		sent, last, term = true, *info, max(term, info.Term)
+		sent, last, holder = true, *info, h
 	}
 }
 

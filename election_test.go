@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-go/redlock"
 )
 
@@ -80,8 +78,9 @@ func TestElectionTurns(t *testing.T) {
 	e.finish(t.Name(), rep, nil)
 }
 
-// TestElectionLeader: Leader and Remaining of one leader, then none after
-// Resign; Done at the local deadline when the extends stop.
+// TestElectionLeader: Leader and Remaining of one leader, its record as
+// Inspect reads it, then none after Resign; Done at the local deadline when
+// the extends stop.
 func TestElectionLeader(t *testing.T) {
 	e := newEnv(t, 3, memFenced, nil)
 	c1 := e.client("c1")
@@ -95,6 +94,22 @@ func TestElectionLeader(t *testing.T) {
 	}
 	if info.Remaining <= 0 || info.Remaining > ttl {
 		t.Errorf("Leader().Remaining = %v; want in (0, %v]", info.Remaining, ttl)
+	}
+	// Inspect reads the term apart from the value, on every node (the
+	// announce waited for a quorum; the last node comes a moment later).
+	if !waitFor(5*time.Second, func() bool {
+		st, err := lc.Inspect(within(t, 5*time.Second), name)
+		if err != nil {
+			return false
+		}
+		for _, ns := range st.Nodes {
+			if ns.Metadata != "c1" || ns.Term != ld.Term() {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("Inspect's nodes never all showed Metadata \"c1\" and Term %d", ld.Term())
 	}
 	if err := ld.Resign(within(t, 5*time.Second)); err != nil {
 		t.Fatalf("Resign = %v; want nil", err)
@@ -134,36 +149,80 @@ func TestElectionLeader(t *testing.T) {
 	e.finish(t.Name(), rep, nil)
 }
 
-// TestElectionBadInput: what Campaign and Observe refuse before sending
-// anything (no Docker: the node is never dialled).
-func TestElectionBadInput(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer rdb.Close()
-	c, err := redlock.New([]redis.UniversalClient{rdb}, nil)
-	if err != nil {
-		t.Fatal(err)
+// TestObserveLostAnnounce (issue 28, item 2): c1 takes the election's lock
+// through a path that announces nothing (a plain Acquire with its value as
+// metadata: what the nodes keep of a Campaign whose announce was lost) at
+// fence 1, while a grant of C that lands after the acquisition was decided
+// leaves C's counter at 3 (C was 2 ahead: two attempts only C granted).
+// Observe reports c1 without a term that is not its fence; and c2, who
+// leads next at term 2 (C out of its reach), is reported with its term,
+// though it is below C's counter.
+func TestObserveLostAnnounce(t *testing.T) {
+	e := newEnv(t, 3, memFenced, nil)
+	c1, c2, c3 := e.client("c1"), e.client("c2"), e.client("c3")
+	const name = "elect-lost-announce"
+	const ttl = 5 * time.Second
+	reader := e.directClient()
+	watch := observer(t, reader, name)
+
+	// C's counter 2 ahead: c3's attempts reach C alone.
+	e.down(c3, 0, 1)
+	for range 2 {
+		_, err := c3.lc.TryAcquire(within(t, 5*time.Second), name, ttl, nil)
+		wantNotAcquired(t, "lost announce", "a try-lock that reaches C alone", err)
 	}
-	ctx := context.Background()
-	for _, v := range []string{"", "a\nb", strings.Repeat("x", redlock.MaxMetadataLen+1), "\xff"} {
-		if _, err := c.Campaign(ctx, "e", time.Second, v); err == nil {
-			t.Errorf("Campaign(value %q) = nil error; want it refused", v)
+	e.healNet(c3, "down", 0, 1)
+	if got := e.fenceCounter(name, 2); got != 2 {
+		t.Fatalf("C's counter after two attempts only C granted = %d; want 2", got)
+	}
+
+	// c1 wins on A and B at fence 1; its request to C lands later.
+	e.mustFault(2, c1.name, "hold", func() error { return c1.net.HoldRequests(2, 2*e.opts.NodeTimeout) })
+	l1 := mustAcquire(t, c1, name, ttl, 5*time.Second, &redlock.AcquireOptions{Metadata: "c1"}, "A, B reachable")
+	if !waitFor(10*time.Second, func() bool { return c1.net.Held() == 0 }) {
+		t.Fatalf("c1's request to C still held after 10s")
+	}
+	e.healNet(c1, "hold", 2)
+	lockKey, _ := e.directKeys(name)
+	if v := e.cl.Client(2).Get(within(t, 5*time.Second), lockKey).Val(); !strings.HasPrefix(v, l1.Token()+".") || l1.Fence() != 1 || e.fenceCounter(name, 2) != 3 {
+		t.Fatalf("C holds %q at counter %d, c1's fence %d; want c1's key at counter 3, fence 1", v, e.fenceCounter(name, 2), l1.Fence())
+	}
+	time.Sleep(time.Second) // Observe reads c1, unannounced, for longer than its interval
+	if err := c1.release(l1); err != nil {
+		t.Fatalf("Release of c1 = %v", err)
+	}
+
+	// c2 leads at term 2, on A and B.
+	e.down(c2, 2)
+	ld2 := mustCampaign(t, c2, name, ttl, 5*time.Second, "A, B reachable")
+	if ld2.Term() != 2 {
+		t.Fatalf("c2's term = %d; want 2 (A's and B's counters were 1)", ld2.Term())
+	}
+	if info, err := reader.Leader(within(t, 5*time.Second), name); err != nil || !info.Held || info.Value != "c2" || info.Term != 2 {
+		t.Errorf("Leader while c2 leads = %+v, %v; want c2 at term 2", info, err)
+	}
+	time.Sleep(time.Second) // Observe reads c2
+	if err := ld2.Resign(within(t, 5*time.Second)); err != nil {
+		t.Errorf("Resign of c2 = %v", err)
+	}
+
+	var c1Seen, c2Seen bool
+	seen := watch()
+	for _, info := range seen {
+		switch {
+		case !info.Held:
+		case info.Value == "c1" && (info.Term == 0 || info.Term == l1.Fence()):
+			c1Seen = true
+		case info.Value == "c2" && info.Term == ld2.Term():
+			c2Seen = true
+		default:
+			t.Errorf("Observe sent %+v; want c1 without a term or at %d, or c2 at %d", info, l1.Fence(), ld2.Term())
 		}
 	}
-	if _, err := c.Campaign(ctx, "{e}", time.Second, "v"); err == nil {
-		t.Errorf("Campaign(name \"{e}\") = nil error; want it refused")
+	if !c1Seen || !c2Seen {
+		t.Errorf("Observe sent %+v; want c1 (no term, or %d), then c2 at term %d", seen, l1.Fence(), ld2.Term())
 	}
-	if _, err := c.Observe(ctx, "e", &redlock.ObserveOptions{Interval: -1}); err == nil {
-		t.Errorf("Observe(Interval -1) = nil error; want it refused")
-	}
-	c.Close()
-	if _, err := c.Observe(ctx, "e", nil); !errors.Is(err, redlock.ErrClosed) {
-		t.Errorf("Observe after Close = %v; want ErrClosed", err)
-	}
-	if _, err := c.Campaign(ctx, "e", time.Second, "v"); !errors.Is(err, redlock.ErrClosed) {
-		t.Errorf("Campaign after Close = %v; want ErrClosed", err)
-	}
-	var zero redlock.Client
-	if _, err := zero.Leader(ctx, "e"); !errors.Is(err, redlock.ErrNotNew) {
-		t.Errorf("Leader on a zero Client = %v; want ErrNotNew", err)
-	}
+	rep := e.check()
+	assertClean(t, "lost announce", rep)
+	e.finish(t.Name(), rep, nil)
 }

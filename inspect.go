@@ -26,7 +26,8 @@ type NodeState struct {
 	Held      bool          // the node holds the lock key
 	Token     string        // the holder's token, in full (it proves ownership: show it to admins only)
 	Reentrant bool          // the lock is in its re-entrant form
-	Metadata  string        // the holder's metadata (AcquireOptions.Metadata)
+	Metadata  string        // the holder's metadata (AcquireOptions.Metadata); a leader's value
+	Term      uint64        // the term the holder recorded here as an election's leader (Client.Campaign); 0: none
 	Holds     int           // holds the node keeps the key for: 1 for a plain lock
 	TTL       time.Duration // the key's remaining TTL; -1: no expiry (never set by this library)
 	Fence     uint64        // the node's fence counter; 0 when it has none
@@ -184,9 +185,9 @@ func mergeWaiters(nodes []NodeState) []Waiter {
 }
 
 // read fills ns from the inspect script's reply {kind, holder, meta, pttl,
-// holds, counter, now, depth, entry, priority...}.
+// holds, counter, term, now, depth, entry, priority...}.
 func (ns *NodeState) read(v []any) error {
-	if len(v) < 8 || len(v)%2 != 0 {
+	if len(v) < 9 || len(v)%2 != 1 {
 		return fmt.Errorf("unexpected reply %v from the inspect script", v)
 	}
 	kind, _ := v[0].(string)
@@ -203,17 +204,24 @@ func (ns *NodeState) read(v []any) error {
 	}
 	switch kind {
 	case "none":
-		return ns.readQueue(v[6:])
+		return ns.readQueue(v[7:])
 	case "plain", "reentrant":
 	default:
 		return errors.New("WRONGTYPE lock key holds a " + kind + ", not a lock")
+	}
+	if term, _ := v[6].(string); term != "" {
+		t, err := strconv.ParseUint(term, 10, 64)
+		if err != nil {
+			return fmt.Errorf("leader's term %q is not a decimal term", term)
+		}
+		ns.Term = t
 	}
 	ns.Held, ns.Token, ns.Reentrant, ns.Metadata, ns.Holds = true, holder, kind == "reentrant", meta, int(holds)
 	ns.TTL = time.Duration(pttl) * time.Millisecond
 	if pttl < 0 {
 		ns.TTL = -1
 	}
-	return ns.readQueue(v[6:])
+	return ns.readQueue(v[7:])
 }
 
 // readQueue fills ns's queue from the inspect script's {now, depth, entry,

@@ -41,7 +41,7 @@ type keys struct {
 	fence      string // <lock>:fence: the fence counter, never deleted
 	queue      string // <lock>:q: the waiting order, by priority (queue.go)
 	queueTimes string // <lock>:qt: the same entries, by expiry
-	meta       string // <lock>:meta: a plain lock's metadata, "<token>:<text>", expiring with it
+	meta       string // <lock>:meta: a plain lock's metadata, "<token>:<text>" (a leader's "<token>#<term>:<value>"), expiring with it
 	channel    string // <prefix>released:<lock>: where releases are announced
 }
 
@@ -119,8 +119,8 @@ var (
 	holdReleaseScript = script("handon.lua", "hold_release.lua") // its dropDead
 	queueLeaveScript  = script("queue_leave.lua")
 	fenceScript       = script("fence.lua")
-	inspectScript     = script("inspect.lua")
-	forceScript       = script("force_release.lua")
+	inspectScript     = script("holder_meta.lua", "inspect.lua")
+	forceScript       = script("holder_meta.lua", "force_release.lua")
 	announceScript    = script("announce.lua")
 
 	// A semaphore's (permit.go): a slot is taken and extended by the
@@ -227,17 +227,16 @@ func inspectRequest(k keys) *transport.Request {
 	return transport.NewRequest(inspectScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta}, maxInspectWaitersArg)
 }
 
-// announceRequest records term with ls's metadata (value) and publishes
-// "<term> <value>" on the election channel of ls's name, if the node still
-// holds ls's key.
+// announceRequest records term beside ls's metadata (the leader's value)
+// in its meta key, as "<token>#<term>:<value>", and publishes "<term>
+// <value>" on the election channel of ls's name, if the node still holds
+// ls's key. Only this request writes a meta key in that form (see
+// holder_meta.lua), so that no Metadata can forge a term.
 func (ls *lease) announceRequest(term string) *transport.Request {
 	k := ls.keys
 	return transport.NewRequest(announceScript, []string{k.lock, k.meta}, ls.prefix, electedChannel(k),
-		term+" "+ls.meta, ls.metaArg+termSep+term)
+		term+" "+ls.meta, ls.token+"#"+term+":"+ls.meta)
 }
-
-// termSep ends a leader's value in its lock's metadata, before its term.
-const termSep = "\n"
 
 // electedChannel is where the leaders of the election on k's lock are
 // announced: <prefix>elected:<lock key>, beside the release channel

@@ -3,7 +3,10 @@
 -- KEYS[1] the lock key; KEYS[2] its meta key; ARGV[1] the leader's prefix
 -- "<token>." (matches the value of every attempt of its Campaign); ARGV[2]
 -- the election's channel; ARGV[3] the notice, "<term> <value>"; ARGV[4] the
--- meta key's new text, "<token>:<value>\n<term>".
+-- meta key's new text, "<token>#<term>:<value>", the term being the
+-- leader's fence. This script is the only writer of that form (the acquire
+-- script writes "<token>:<metadata>"), so that the term readers see
+-- (holder_meta.lua) is one a Campaign recorded, never one a client wrote.
 -- Only while the node holds the key for that leader, so that a leader whose
 -- announce comes after its loss never announces itself over its successor:
 -- the meta key is rewritten with the lock key's expiry (the watchdog's

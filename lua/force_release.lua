@@ -8,17 +8,14 @@
 -- channel.
 -- Returns {kind, holder, meta} of what was deleted: kind "none" when there
 -- was no lock ("plain" or "reentrant" otherwise), meta the holder's
--- metadata ("" when none).
+-- metadata ("" when none; a leader's value: see holderMeta).
 local t = redis.call('TYPE', KEYS[1])['ok']
 local kind, holder, meta = 'none', '', ''
 if t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)
   kind, holder = 'plain', dot and string.sub(v, 1, dot - 1) or v
-  local m = redis.pcall('GET', KEYS[4])
-  if type(m) == 'string' and string.sub(m, 1, #holder + 1) == holder .. ':' then
-    meta = string.sub(m, #holder + 2)
-  end
+  meta = holderMeta(redis.pcall('GET', KEYS[4]), holder)
 elseif t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 1 then
   kind, holder = 'reentrant', redis.call('HGET', KEYS[1], 'rl-owner')
   meta = redis.call('HGET', KEYS[1], 'rl-meta') or ''

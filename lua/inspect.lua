@@ -2,12 +2,13 @@
 -- KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] the queue, KEYS[4]
 -- its expiries (queue.go), KEYS[5] a plain lock's metadata key (same slot).
 -- ARGV[1] how many waiters to list, at most.
--- Returns {kind, holder, meta, pttl, holds, counter, now, depth, entry,
--- priority, entry, priority...}: kind "none", "plain" (a string
--- "<token>.<attempt>": holder the token, meta the text of KEYS[5] when it
--- names that token) or "reentrant" (a hash: holder its owner, holds its
--- number of holds), or the Redis type of a key that is not a lock; pttl the
--- key's PTTL (-2 absent, -1 no expiry); counter the fence counter as a
+-- Returns {kind, holder, meta, pttl, holds, counter, term, now, depth,
+-- entry, priority, entry, priority...}: kind "none", "plain" (a string
+-- "<token>.<attempt>": holder the token, meta the metadata KEYS[5] keeps
+-- for that token, term the election term announced there, if any: see
+-- holderMeta) or "reentrant" (a hash: holder its owner, holds its number of
+-- holds; never a term), or the Redis type of a key that is not a lock; pttl
+-- the key's PTTL (-2 absent, -1 no expiry); counter the fence counter as a
 -- string, or "" when absent or not a string. now is the node's time in ms
 -- (0 when nobody queues); depth the number of live entries in the queue
 -- (expired ones, dead waiters not purged yet, left out), and then the first
@@ -18,17 +19,14 @@
 -- The script calls only the commands of the README's minimal ACL (no ZCARD,
 -- ZSCORE: ranks count the entries).
 local t = redis.call('TYPE', KEYS[1])['ok']
-local kind, holder, meta, holds = t, '', '', 0
+local kind, holder, meta, term, holds = t, '', '', '', 0
 if t == 'none' then
   kind = 'none'
 elseif t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)
   kind, holder, holds = 'plain', dot and string.sub(v, 1, dot - 1) or v, 1
-  local m = redis.pcall('GET', KEYS[5])
-  if type(m) == 'string' and string.sub(m, 1, #holder + 1) == holder .. ':' then
-    meta = string.sub(m, #holder + 2)
-  end
+  meta, term = holderMeta(redis.pcall('GET', KEYS[5]), holder)
 elseif t == 'hash' and redis.call('HEXISTS', KEYS[1], 'rl-owner') == 1 then
   kind = 'reentrant'
   holder = redis.call('HGET', KEYS[1], 'rl-owner')
@@ -39,7 +37,7 @@ local counter = ''
 if redis.call('TYPE', KEYS[2])['ok'] == 'string' then
   counter = redis.call('GET', KEYS[2])
 end
-local out = {kind, holder, meta, redis.call('PTTL', KEYS[1]), holds, counter, 0, 0}
+local out = {kind, holder, meta, redis.call('PTTL', KEYS[1]), holds, counter, term, 0, 0}
 if redis.call('TYPE', KEYS[3])['ok'] ~= 'zset' or redis.call('TYPE', KEYS[4])['ok'] ~= 'zset' then
   return out
 end
@@ -74,5 +72,5 @@ while listed < max and from < 10 * max + 100 do
     end
   end
 end
-out[7], out[8] = now, depth
+out[8], out[9] = now, depth
 return out

@@ -17,9 +17,10 @@ const leaderUsage = `usage: redlock leader [flags] NAME
 
 Print the current leader of election NAME (the value its candidate gave,
 'redlock elect --value'), its term (the fence its command got as
-$REDLOCK_TERM) and how long it is sure to lead without another extend; or
-say that nobody leads. --json prints one JSON object: {"name", "held",
-"value", "term", "remaining_ms"}.
+$REDLOCK_TERM; "no term recorded", and no "term" in JSON, for a holder
+that did not campaign or whose record was lost) and how long it is sure to
+lead without another extend; or say that nobody leads. --json prints one
+JSON object: {"name", "held", "value", "term", "remaining_ms"}.
 
 Exit codes, for scripts, as status's: 0 a leader; 1 no leader (a quorum of
 the nodes answered, and no leader holds a quorum of them); 69 unknown
@@ -81,6 +82,8 @@ func leaderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "redlock: leader: %v\n", err)
 			return exitFailure
 		}
+	} else if info.Held && info.Term == 0 { // no term recorded (see Client.Leader)
+		fmt.Fprintf(stdout, "leader of %q: %s (no term recorded, %v left)\n", name, info.Value, info.Remaining.Round(time.Millisecond))
 	} else if info.Held {
 		fmt.Fprintf(stdout, "leader of %q: %s (term %d, %v left)\n", name, info.Value, info.Term, info.Remaining.Round(time.Millisecond))
 	} else {
