@@ -75,6 +75,15 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	parts := new(callParts)
 	a.cl, a.w = &parts.cl, &parts.w
 	a.cl.ls, a.cl.ctx, a.cl.leaveTurn = ls, octx, func() {}
+	notTried := func(why untried, err error) (*Lock, error) {
+		err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: err, sentinel: ErrNotAcquired, untried: why}
+		a.stopWaiting(err)
+		c.observeOf(octx, ls, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
+		return nil, err
+	}
+	if err := c.stopped(ctx); err != nil {
+		return notTried(beforeAttempt, err)
+	}
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock: it makes its one attempt at once. A call that may
@@ -85,10 +94,7 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 		defer stop()
 		leave, err := c.turns.enter(ctx, ls.keys.lock, a.waiting)
 		if err != nil {
-			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: c.stopped(ctx), sentinel: ErrNotAcquired}
-			a.stopWaiting(err)
-			c.observeOf(octx, ls, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
-			return nil, err
+			return notTried(waitingTurn, c.stopped(ctx))
 		}
 		a.cl.leaveTurn = leave
 	}
@@ -178,10 +184,15 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 		n.listenEarly(c, a.cl.ls, a.w)
 	}
 	a.first = c.clock.Now()
+	var last *QuorumError // the last attempt's failure
 	for attempt := 1; ; attempt++ {
 		if err := c.stopped(ctx); err != nil {
-			return nil, attempt - 1, &QuorumError{Op: "acquire", Name: a.cl.ls.name, Quorum: c.quorum, Attempts: attempt - 1,
-				Nodes: make([]error, len(c.nodes)), Err: err, sentinel: ErrNotAcquired}
+			if last == nil {
+				return nil, 0, &QuorumError{Op: "acquire", Name: a.cl.ls.name, Quorum: c.quorum, Err: err,
+					sentinel: ErrNotAcquired, untried: beforeAttempt}
+			}
+			last.Err = err
+			return nil, attempt - 1, last
 		}
 		l, qerr := c.try(ctx, a.cl, a.w, attempt)
 		if l != nil {
@@ -194,7 +205,7 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 			n.stop()
 			n.listenEarly(c, a.cl.ls, a.w)
 		}
-		qerr.Attempts = attempt
+		qerr.Attempts, last = attempt, qerr
 		if qerr.Err = c.stopped(ctx); qerr.Err != nil || c.hopeless(qerr) {
 			return nil, attempt, qerr
 		}
