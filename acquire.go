@@ -56,6 +56,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err := checkMetadata(o.Metadata); err != nil {
 		return nil, err
 	}
+	if err := checkMaxHold(name, &o); err != nil {
+		return nil, err
+	}
 	if o.Retry == nil {
 		o.Retry = DefaultRetry()
 	}
@@ -124,7 +127,7 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
 	c.observeOf(octx, ls, ev)
 	if o.AutoExtend {
-		l.startWatchdog()
+		l.startCappedWatchdog(o.MaxHold)
 	}
 	return l, nil
 }

@@ -23,6 +23,11 @@ var (
 	// downstream store rejects such writes.
 	ErrLost = errors.New("redlock: lock lost")
 
+	// ErrMaxHold: the watchdog stopped extending the lock because it had
+	// been held for [AcquireOptions].MaxHold, and the lock ended at its
+	// deadline. The error also matches [ErrLost].
+	ErrMaxHold = errors.New("redlock: lock held for its MaxHold")
+
 	// ErrReleased: the lock was released by its holder; it cannot be
 	// extended or released again.
 	ErrReleased = errors.New("redlock: lock released")
