@@ -257,7 +257,7 @@ func (e *QuorumError) Error() string {
 		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, "; gave up: %v", e.Err)
+		fmt.Fprintf(&b, "; gave up: %s", strings.TrimPrefix(e.Err.Error(), "redlock: "))
 	}
 	for i, err := range e.Nodes {
 		if err == nil {
