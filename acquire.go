@@ -6,9 +6,16 @@ import (
 	"time"
 )
 
-// Acquire takes the lock name for ttl on a quorum of the nodes, retrying as
-// opts says until ctx ends or the Client is closed. It returns as soon as a
-// quorum has granted it, not waiting for a slow or dead minority.
+// Acquire takes the lock name for ttl on a quorum of the nodes. It returns
+// as soon as a quorum has granted it, not waiting for a slow or dead
+// minority.
+//
+// Acquire waits: it retries as opts.Retry says ([DefaultRetry] with nil
+// opts) until the lock is free, ctx ends or the Client is closed, so nil
+// opts and a ctx without a deadline wait forever. (bsm/redislock's Obtain
+// does not retry by default; redsync's Lock gives up after 32 tries.) Give
+// ctx a deadline, bound the attempts with [LimitRetry], or call
+// [Client.TryAcquire] for one attempt.
 //
 // The returned lock is valid until [Lock.ValidUntil]: the TTL less the time
 // the acquisition took and a clock-drift allowance; Acquire fails rather
