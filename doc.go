@@ -25,8 +25,8 @@
 // the lock while the work runs ([AcquireOptions].MaxHold caps it);
 // [Client.Do] wraps all of it around a function. Semaphores
 // ([Client.AcquirePermit]) and leader election ([Client.Campaign]) are the
-// same lock. The examples run on miniredis, without Docker; the README has
-// a complete program and how to start three nodes. What follows is the
+// same lock. The package's Example runs on miniredis, without Docker; the
+// README has a complete program and how to start three nodes. What follows is the
 // design: the algorithm, knowing when the lock is lost, fencing, and where
 // the safety ends.
 //

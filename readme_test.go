@@ -15,9 +15,11 @@ import (
 // benchFigure is a figure the README copies from BENCHMARKS.md:
 // <!--bench SECTION|ROW|COLUMN-->VALUE<!--/bench-->, SECTION one of S1..S7
 // (the scenario's table) or "ratios" (the table of ratios), COLUMN a
-// header, "#2" for its second occurrence; or <!--bench scenarios-->S1-SN,
-// the scenarios' range.
+// header, "#2" for its second occurrence.
 var benchFigure = regexp.MustCompile(`<!--bench ([^>]*?)-->(.*?)<!--/bench-->`)
+
+// benchRange is the README naming the scenarios' range, S1-SN.
+var benchRange = regexp.MustCompile(`\bS1-S\d+\b`)
 
 // TestReadmeBenchFigures: every figure the README copies from
 // BENCHMARKS.md is the one there; after make bench, copy the new figures
@@ -28,6 +30,12 @@ func TestReadmeBenchFigures(t *testing.T) {
 	figures := benchFigure.FindAllStringSubmatch(readme, -1)
 	if len(figures) < 10 {
 		t.Fatalf("README.md has %d <!--bench ...--> figures; want the S6 and S7 ones at least", len(figures))
+	}
+	scenarios := bench.scenarios()
+	for _, r := range benchRange.FindAllString(readme, -1) {
+		if r != scenarios {
+			t.Errorf("README.md names the scenarios %s; BENCHMARKS.md has %s", r, scenarios)
+		}
 	}
 	for _, f := range figures {
 		ref, shown := strings.Join(strings.Fields(f[1]), " "), f[2]
@@ -71,18 +79,19 @@ func parseBenchmarks(md string) benchTables {
 	return tables
 }
 
-// figure returns the cell ref names ("S7|redlock (fenced)|pairs/s"), or
-// the scenarios' range for "scenarios".
-func (b benchTables) figure(ref string) (string, error) {
-	if ref == "scenarios" {
-		n := 0
-		for s := range b {
-			if k, err := strconv.Atoi(strings.TrimPrefix(s, "S")); err == nil {
-				n = max(n, k)
-			}
+// scenarios is the range of the scenarios' tables: S1-SN.
+func (b benchTables) scenarios() string {
+	n := 0
+	for s := range b {
+		if k, err := strconv.Atoi(strings.TrimPrefix(s, "S")); err == nil {
+			n = max(n, k)
 		}
-		return fmt.Sprintf("S1-S%d", n), nil
 	}
+	return fmt.Sprintf("S1-S%d", n)
+}
+
+// figure returns the cell ref names ("S7|redlock (fenced)|pairs/s").
+func (b benchTables) figure(ref string) (string, error) {
 	parts := strings.Split(ref, "|")
 	if len(parts) != 3 {
 		return "", fmt.Errorf("want SECTION|ROW|COLUMN")
