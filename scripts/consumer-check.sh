@@ -22,6 +22,7 @@
 #
 #   scripts/consumer-check.sh                     # this working tree
 #   CONSUMER_REPO=DIR scripts/consumer-check.sh   # another checkout (its modules, its README)
+#   CONSUMER_NODES=mininodes scripts/consumer-check.sh   # miniredis nodes even with redis-server
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,7 +63,7 @@ addrs=()
 for _ in 1 2 3; do
 	addrs+=("127.0.0.1:$(free_port)")
 done
-if command -v redis-server >/dev/null 2>&1; then
+if [ "${CONSUMER_NODES:-}" != mininodes ] && command -v redis-server >/dev/null 2>&1; then
 	nodes_kind=redis-server
 	for a in "${addrs[@]}"; do
 		mkdir -p "$work/node-${a##*:}"
@@ -70,7 +71,7 @@ if command -v redis-server >/dev/null 2>&1; then
 		node_pids+=($!)
 	done
 else
-	nodes_kind="examples/mininodes (miniredis; no redis-server installed)"
+	nodes_kind="examples/mininodes (miniredis)"
 	(cd "$repo" && $go build -o "$work/mininodes" ./examples/mininodes)
 	"$work/mininodes" "${addrs[@]}" >"$work/mininodes.log" 2>&1 &
 	node_pids+=($!)
