@@ -32,11 +32,11 @@ test-sqltest: redis-image postgres
 test-demo: redis-image
 	cd demo && $(GO) test -race -count=1 ./...
 
-## test: build the Redis image and install PostgreSQL if needed, lint, and run every test with -race against real servers
+## test: build the Redis image and install redis-server and PostgreSQL if needed, lint, and run every test with -race against real servers
 # The chaos summary table is printed after the tests, then go test's
 # package lines again, so that the run still ends with the test results.
 # The modules of their own (redlockotel, demo, guard/sqltest) are tested first.
-test: redis-image postgres lint consumer-check test-otel test-demo test-sqltest
+test: redis-image redis-server postgres lint consumer-check test-otel test-demo test-sqltest
 	@rm -f $(CHAOS_REPORT)
 	@set -o pipefail; REDLOCK_CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -race -count=1 -p 1 -timeout 30m ./... 2>&1 | tee $(TEST_LOG); \
 	  status=$$?; \
@@ -76,8 +76,8 @@ tools: $(STATICCHECK)
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## consumer-check: go get the root module and redlockotel at v0.1.0 from a local proxy of this tree, as a user would; build the README's usage example and redlockotel's Example; print the downloads
-consumer-check:
+## consumer-check: go get the root module and redlockotel at v0.1.0 from a local proxy of this tree, as a user would; build and run the README's program on three redis-server nodes and redlockotel's Example; print the downloads and binary sizes; fail above 42 module zips
+consumer-check: redis-server
 	bash scripts/consumer-check.sh
 
 ## redis-image: make sure $(REDLOCK_REDIS_IMAGE) exists locally (pull, or build FROM scratch from Debian's redis-server)
@@ -99,7 +99,7 @@ bench: redis-server
 bench-micro: redis-image
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 .
 
-## redis-server: install Debian's redis-server if missing (the bench starts its own nodes from the binary)
+## redis-server: install Debian's redis-server if missing (the bench, consumer-check and examples/quickstart's test start their own nodes from the binary)
 redis-server:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 		$(SUDO) apt-get update && \

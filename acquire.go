@@ -6,9 +6,16 @@ import (
 	"time"
 )
 
-// Acquire takes the lock name for ttl on a quorum of the nodes, retrying as
-// opts says until ctx ends or the Client is closed. It returns as soon as a
-// quorum has granted it, not waiting for a slow or dead minority.
+// Acquire takes the lock name for ttl on a quorum of the nodes. It returns
+// as soon as a quorum has granted it, not waiting for a slow or dead
+// minority.
+//
+// Acquire waits: it retries as opts.Retry says ([DefaultRetry] with nil
+// opts) until the lock is free, ctx ends or the Client is closed, so nil
+// opts and a ctx without a deadline wait forever. (bsm/redislock's Obtain
+// does not retry by default; redsync's Lock gives up after 32 tries.) Give
+// ctx a deadline, bound the attempts with [LimitRetry], or call
+// [Client.TryAcquire] for one attempt.
 //
 // The returned lock is valid until [Lock.ValidUntil]: the TTL less the time
 // the acquisition took and a clock-drift allowance; Acquire fails rather
@@ -56,6 +63,9 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err := checkMetadata(o.Metadata); err != nil {
 		return nil, err
 	}
+	if err := checkMaxHold(name, &o); err != nil {
+		return nil, err
+	}
 	if o.Retry == nil {
 		o.Retry = DefaultRetry()
 	}
@@ -75,6 +85,15 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	parts := new(callParts)
 	a.cl, a.w = &parts.cl, &parts.w
 	a.cl.ls, a.cl.ctx, a.cl.leaveTurn = ls, octx, func() {}
+	notTried := func(why untried, err error) (*Lock, error) {
+		err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: err, sentinel: ErrNotAcquired, untried: why}
+		a.stopWaiting(err)
+		c.observeOf(octx, ls, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
+		return nil, err
+	}
+	if err := c.stopped(ctx); err != nil {
+		return notTried(beforeAttempt, err)
+	}
 
 	// Wait for this client's earlier Acquire calls of the same name, unless
 	// this is a try-lock: it makes its one attempt at once. A call that may
@@ -85,10 +104,7 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 		defer stop()
 		leave, err := c.turns.enter(ctx, ls.keys.lock, a.waiting)
 		if err != nil {
-			err = &QuorumError{Op: "acquire", Name: name, Quorum: c.quorum, Err: c.stopped(ctx), sentinel: ErrNotAcquired}
-			a.stopWaiting(err)
-			c.observeOf(octx, ls, Event{Kind: EventAcquire, Name: name, Start: start, End: c.clock.Now(), Err: err})
-			return nil, err
+			return notTried(waitingTurn, c.stopped(ctx))
 		}
 		a.cl.leaveTurn = leave
 	}
@@ -118,7 +134,7 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
 	c.observeOf(octx, ls, ev)
 	if o.AutoExtend {
-		l.startWatchdog()
+		l.startCappedWatchdog(o.MaxHold)
 	}
 	return l, nil
 }
@@ -178,10 +194,15 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 		n.listenEarly(c, a.cl.ls, a.w)
 	}
 	a.first = c.clock.Now()
+	var last *QuorumError // the last attempt's failure
 	for attempt := 1; ; attempt++ {
 		if err := c.stopped(ctx); err != nil {
-			return nil, attempt - 1, &QuorumError{Op: "acquire", Name: a.cl.ls.name, Quorum: c.quorum, Attempts: attempt - 1,
-				Nodes: make([]error, len(c.nodes)), Err: err, sentinel: ErrNotAcquired}
+			if last == nil {
+				return nil, 0, &QuorumError{Op: "acquire", Name: a.cl.ls.name, Quorum: c.quorum, Err: err,
+					sentinel: ErrNotAcquired, untried: beforeAttempt}
+			}
+			last.Err = err
+			return nil, attempt - 1, last
 		}
 		l, qerr := c.try(ctx, a.cl, a.w, attempt)
 		if l != nil {
@@ -194,7 +215,7 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 			n.stop()
 			n.listenEarly(c, a.cl.ls, a.w)
 		}
-		qerr.Attempts = attempt
+		qerr.Attempts, last = attempt, qerr
 		if qerr.Err = c.stopped(ctx); qerr.Err != nil || c.hopeless(qerr) {
 			return nil, attempt, qerr
 		}

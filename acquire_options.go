@@ -1,5 +1,7 @@
 package redlock
 
+import "time"
+
 // AcquireOptions configures one [Client.Acquire]. A nil *AcquireOptions
 // means: wait with [DefaultRetry] until ctx ends, fencing on, no
 // auto-extend.
@@ -23,6 +25,16 @@ type AcquireOptions struct {
 	// nodes no longer hold it: then [Lock.Done] fires and [Lock.Err]
 	// returns the failed round's error, which matches [ErrLost].
 	AutoExtend bool
+
+	// MaxHold caps the watchdog: it makes no extend that would keep the
+	// lock valid past MaxHold after Acquire returned it, so a holder that
+	// is stuck (its critical section hung, the process alive) cannot keep
+	// the lock forever. The lock then ends at its deadline, at the latest
+	// MaxHold after Acquire returned (at its first deadline if MaxHold is
+	// shorter than about 4/3 of the TTL), and [Lock.Err] matches [ErrLost]
+	// and [ErrMaxHold]. Extend calls of your own are not capped. 0 (the
+	// default) means no cap; it needs AutoExtend, and may not be negative.
+	MaxHold time.Duration
 
 	// Barging lets the call take a free lock whoever has waited longer,
 	// as most lock libraries do. By default waiting calls line up in an
@@ -50,4 +62,16 @@ type AcquireOptions struct {
 	// while it waits: it takes the lock with its next attempt, which
 	// writes the metadata with it.
 	Metadata string
+}
+
+// checkMaxHold refuses a MaxHold that cannot mean what was asked: a
+// negative one, or one without the watchdog it caps.
+func checkMaxHold(name string, o *AcquireOptions) error {
+	switch {
+	case o.MaxHold < 0:
+		return invalidf("redlock: Acquire %q: AcquireOptions.MaxHold %v is negative: give the longest the watchdog may keep the lock, or 0 for no cap", name, o.MaxHold)
+	case o.MaxHold > 0 && !o.AutoExtend:
+		return invalidf("redlock: Acquire %q: AcquireOptions.MaxHold caps the watchdog, but AutoExtend is off: set AutoExtend too, or leave MaxHold 0", name)
+	}
+	return nil
 }

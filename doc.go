@@ -2,6 +2,34 @@
 // (the Redlock algorithm) with fencing tokens, for critical sections that
 // must stay safe when the network, the clocks and the nodes misbehave.
 //
+//	client, err := redlock.New(nodes, nil) // nodes: []redis.UniversalClient, independent masters
+//	if err != nil {
+//		return err
+//	}
+//	defer client.Close()
+//
+//	wait, cancel := context.WithTimeout(ctx, 10*time.Second) // Acquire waits until the lock is free or ctx ends
+//	defer cancel()
+//	lock, err := client.Acquire(wait, "invoice:42", 30*time.Second, nil)
+//	if err != nil {
+//		return err // matches ErrNotAcquired, and ErrHeld if another owner holds it
+//	}
+//	err = work(lock.Context(ctx), lock.Fence()) // cancelled if the lock is lost; send the fence with every write
+//	if rerr := lock.Release(ctx); errors.Is(rerr, redlock.ErrLost) {
+//		// The lease ran out before the work was done: another holder may have run meanwhile.
+//		return fmt.Errorf("critical section may have overlapped another holder: %w", rerr)
+//	}
+//	return err
+//
+// [Client.TryAcquire] makes one attempt; [AcquireOptions].AutoExtend keeps
+// the lock while the work runs ([AcquireOptions].MaxHold caps it);
+// [Client.Do] wraps all of it around a function. Semaphores
+// ([Client.AcquirePermit]) and leader election ([Client.Campaign]) are the
+// same lock. The package's Example runs on miniredis, without Docker; the
+// README has a complete program and how to start three nodes. What follows is the
+// design: the algorithm, knowing when the lock is lost, fencing, and where
+// the safety ends.
+//
 // # The algorithm
 //
 // [Client.Acquire] draws a random 128-bit token and sends one Lua script to

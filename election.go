@@ -51,6 +51,11 @@ type Leadership struct {
 // [ErrNotAcquired], and ctx's error or [ErrClosed] when the wait ended),
 // and at once for a bad name, ttl or value or a nil ctx ([ErrInvalid]).
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, value string) (*Leadership, error) {
+	return c.campaign(ctx, name, ttl, value, nil)
+}
+
+// campaign is Campaign, retrying as retry says (nil: [DefaultRetry]).
+func (c *Client) campaign(ctx context.Context, name string, ttl time.Duration, value string, retry RetryPolicy) (*Leadership, error) {
 	if err := c.made(); err != nil {
 		return nil, err
 	}
@@ -60,7 +65,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, v
 	if err := checkLeaderValue(value); err != nil {
 		return nil, err
 	}
-	l, err := c.Acquire(ctx, name, ttl, &AcquireOptions{AutoExtend: true, Metadata: value})
+	l, err := c.Acquire(ctx, name, ttl, &AcquireOptions{AutoExtend: true, Metadata: value, Retry: retry})
 	if err != nil {
 		return nil, err
 	}

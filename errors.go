@@ -23,6 +23,11 @@ var (
 	// downstream store rejects such writes.
 	ErrLost = errors.New("redlock: lock lost")
 
+	// ErrMaxHold: the watchdog stopped extending the lock because it had
+	// been held for [AcquireOptions].MaxHold, and the lock ended at its
+	// deadline. The error also matches [ErrLost].
+	ErrMaxHold = errors.New("redlock: lock held for its MaxHold")
+
 	// ErrReleased: the lock was released by its holder; it cannot be
 	// extended or released again.
 	ErrReleased = errors.New("redlock: lock released")
@@ -240,14 +245,26 @@ type QuorumError struct {
 	Err      error         // the caller's context error, or ErrClosed, if it ended the wait
 
 	sentinel error
+	untried  untried // why no node was asked, when none was
 }
+
+// untried says why an Acquire call asked no node at all.
+type untried uint8
+
+const (
+	tried         untried = iota // an attempt was made (or the error is not an Acquire's)
+	beforeAttempt                // ctx had ended (or Close begun) before the first attempt
+	waitingTurn                  // ctx or Close ended the wait for the call's local turn
+)
 
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "redlock: %s %q: ", e.Op, e.Name)
+	if e.untried != tried {
+		e.writeUntried(&b)
+		return b.String()
+	}
 	switch {
-	case e.Nodes == nil:
-		fmt.Fprintf(&b, "no attempt made: still waiting for this client's earlier Acquire of the same name")
 	case e.Agreed >= e.Quorum && e.Validity <= 0:
 		fmt.Fprintf(&b, "quorum of %d reached too late (validity %v): raise the TTL or lower Options.NodeTimeout", e.Quorum, e.Validity)
 	default:
@@ -257,7 +274,7 @@ func (e *QuorumError) Error() string {
 		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, "; gave up: %v", e.Err)
+		fmt.Fprintf(&b, "; gave up: %s", strings.TrimPrefix(e.Err.Error(), "redlock: "))
 	}
 	for i, err := range e.Nodes {
 		if err == nil {
@@ -271,6 +288,22 @@ func (e *QuorumError) Error() string {
 		}
 	}
 	return b.String()
+}
+
+// writeUntried says why no node was asked: what ended the call, and when.
+func (e *QuorumError) writeUntried(b *strings.Builder) {
+	b.WriteString("no attempt made: ")
+	if errors.Is(e.Err, ErrClosed) {
+		b.WriteString("the Client was closed")
+	} else {
+		fmt.Fprint(b, e.Err) // the context's error
+	}
+	switch e.untried {
+	case beforeAttempt:
+		b.WriteString(" before the first attempt")
+	case waitingTurn:
+		b.WriteString(" while the call waited for its turn behind an earlier Acquire of the same name by this Client (which holds the lock or waits for it)")
+	}
 }
 
 // Unwrap lets errors.Is and errors.As see the sentinel, the context error

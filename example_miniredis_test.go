@@ -14,11 +14,13 @@ import (
 	"github.com/redlock-go/redlock/guard"
 )
 
-// Unit-testing code that takes locks, without Docker: miniredis runs the
-// library's Lua scripts in process. Three miniredis servers stand for three
-// Redis masters, a fourth for the store the lock protects. See the README,
-// "Testing code that takes these locks", for what miniredis does not model.
-func Example_miniredis() {
+// A lock on three nodes, a fenced write to the store it protects, and a
+// stale holder refused: without Docker, on miniredis, which runs the
+// library's Lua scripts in process (as unit tests of code that takes locks
+// can). Three miniredis servers stand for three Redis masters, a fourth for
+// the store. See the README, "Testing code that takes these locks", for
+// what miniredis does not model.
+func Example() {
 	var nodes []redis.UniversalClient
 	for range 3 {
 		s, err := miniredis.Run() // in a test: miniredis.RunT(t)

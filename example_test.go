@@ -11,8 +11,9 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-func Example() {
-	// Three independent Redis masters (containers, for the example).
+func ExampleNew() {
+	// Three independent Redis masters (containers, for the example; the
+	// package's Example runs on miniredis).
 	nodes, err := redlocktest.New(3, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -32,6 +32,14 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	return c.Acquire(ctx, name, ttl, o)
 }
 
+// TryCampaign makes one try to lead the election name, without waiting:
+// [Client.Campaign] with one attempt, as [Client.TryAcquire] makes it. It
+// returns the leadership, or at once an error matching [ErrNotAcquired]
+// (and [ErrHeld] when another candidate leads or waits first).
+func (c *Client) TryCampaign(ctx context.Context, name string, ttl time.Duration, value string) (*Leadership, error) {
+	return c.campaign(ctx, name, ttl, value, NoRetry())
+}
+
 // oneTry returns opts with NoRetry, for op (TryAcquire, TryAcquirePermit),
 // or an error when its Retry would retry: one that waits must call wait
 // (Acquire, AcquirePermit) instead, and ignoring it would hide that.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -99,4 +100,26 @@ func TestTryAcquire(t *testing.T) {
 	if !errors.Is(err, ErrHeld) {
 		t.Errorf("TryAcquire with a one-attempt policy = %v; want ErrHeld", err)
 	}
+}
+
+// TestTryCampaign: one try to lead: it leads a free election, and fails at
+// once, without waiting for its context, while another leads.
+func TestTryCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newFakeClient(t, 3, nil)
+		ld, err := c.TryCampaign(t.Context(), "try-elect", time.Minute, "me:1")
+		if err != nil {
+			t.Fatalf("TryCampaign on a free election = %v; want leadership", err)
+		}
+		defer ld.Resign(context.Background())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		if _, err := c.TryCampaign(ctx, "try-elect", time.Minute, "me:2"); !errors.Is(err, ErrNotAcquired) {
+			t.Errorf("TryCampaign while another leads = %v; want ErrNotAcquired", err)
+		}
+		if waited := time.Since(start); waited > time.Second {
+			t.Errorf("TryCampaign while another leads returned after %v; want at once", waited)
+		}
+	})
 }

@@ -17,8 +17,9 @@ type turns struct {
 }
 
 // enter joins key's queue and waits until it is this call's turn or ctx
-// ends; if the turn is not the call's at once, it calls waiting (if not
-// nil) before it waits. On success the caller must call leave exactly once
+// ends; a turn that is the call's at once is taken whatever ctx says (the
+// caller checks ctx itself). If the turn is not the call's at once, it
+// calls waiting (if not nil) before it waits. On success the caller must call leave exactly once
 // (it is idempotent): when its Acquire failed, or when its lock has ended.
 func (t *turns) enter(ctx context.Context, key string, waiting func()) (leave func(), err error) {
 	ch := make(chan struct{}, 1)
@@ -33,12 +34,14 @@ func (t *turns) enter(ctx context.Context, key string, waiting func()) (leave fu
 	}
 	t.queues[key] = append(q, ch)
 	t.mu.Unlock()
-	if !first && waiting != nil {
-		waiting()
-	}
-
 	var once sync.Once
 	leave = func() { once.Do(func() { t.leave(key, ch) }) }
+	if first {
+		return leave, nil // not a wait: the turn is the call's at once, whatever ctx says
+	}
+	if waiting != nil {
+		waiting()
+	}
 	select {
 	case <-ch:
 		return leave, nil

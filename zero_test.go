@@ -42,6 +42,10 @@ func TestZeroClient(t *testing.T) {
 			_, err := c.Campaign(ctx, "job", time.Second, "me")
 			return err
 		},
+		"TryCampaign": func(c *Client) error {
+			_, err := c.TryCampaign(ctx, "job", time.Second, "me")
+			return err
+		},
 		"Leader":  func(c *Client) error { _, err := c.Leader(ctx, "job"); return err },
 		"Observe": func(c *Client) error { _, err := c.Observe(ctx, "job", nil); return err },
 	}

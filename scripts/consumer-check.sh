@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
 # consumer-check: fetch this working tree's modules as a user would, before
-# they are tagged. scripts/modproxy writes a file-based module proxy holding
-# the root module and redlockotel at $CONSUMER_VERSION; a fresh module in a
-# temporary directory, with a module cache of its own, goes gets each from
-# it (everything else from the real proxy), compiles the README's usage
-# example (between <!-- consumer-check: usage --> and <!-- /consumer-check -->)
-# or redlockotel's Example, runs go mod tidy and go build, and prints what
-# the consumer downloaded. It fails if a go get, the tidy or a build fails.
+# they are tagged, and run what the README shows. scripts/modproxy writes a
+# file-based module proxy holding the root module and redlockotel at
+# $CONSUMER_VERSION; a fresh module in a temporary directory, with an empty
+# module cache of its own, go gets each from it (everything else from the
+# real proxy), runs go mod tidy, builds a program and runs it:
 #
-#   scripts/consumer-check.sh            # this working tree
+#   quickstart  the README's first program (the Go block after
+#               <!-- program: examples/quickstart/main.go -->), which takes
+#               and releases a lock on three nodes this script starts:
+#               redis-server processes, or examples/mininodes (miniredis)
+#               where redis-server is not installed
+#   otel        redlockotel's Example, as a program
+#
+# For each it prints what the consumer downloaded (module zips, MB of module
+# cache), the binary's size (as built, and stripped with -ldflags=-s -w)
+# and the modules it links. It fails if a go get, the tidy, a build or a
+# run fails, if the quickstart downloads more than $MAX_ZIPS module zips,
+# or if the README's figure for them ("<!-- consumer-check: zips -->N")
+# is not what was measured.
+#
+#   scripts/consumer-check.sh                     # this working tree
 #   CONSUMER_REPO=DIR scripts/consumer-check.sh   # another checkout (its modules, its README)
+#   CONSUMER_NODES=mininodes scripts/consumer-check.sh   # miniredis nodes even with redis-server
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "${CONSUMER_REPO:-$here/..}" && pwd)
 version=${CONSUMER_VERSION:-v0.1.0}
+max_zips=${MAX_ZIPS:-42}
 go=${GO:-go}
 real_proxy=$($go env GOPROXY)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/redlock-consumer.XXXXXX")
+node_pids=()
 cleanup() {
+	for pid in "${node_pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	# The module cache is read-only; go clean -modcache removes it.
 	GOMODCACHE="$work/modcache" GOFLAGS= $go clean -modcache >/dev/null 2>&1 || true
 	rm -rf "$work"
@@ -28,6 +47,43 @@ trap cleanup EXIT
 
 echo "consumer-check: proxy of $repo at $version"
 (cd "$here/modproxy" && $go run . -out "$work/proxy" -version "$version" "$repo" "$repo/redlockotel")
+
+# Three nodes for the quickstart, on free ports of 127.0.0.1.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+addrs=()
+for _ in 1 2 3; do
+	addrs+=("127.0.0.1:$(free_port)")
+done
+if [ "${CONSUMER_NODES:-}" != mininodes ] && command -v redis-server >/dev/null 2>&1; then
+	nodes_kind=redis-server
+	for a in "${addrs[@]}"; do
+		mkdir -p "$work/node-${a##*:}"
+		redis-server --port "${a##*:}" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/node-${a##*:}" >"$work/node-${a##*:}.log" 2>&1 &
+		node_pids+=($!)
+	done
+else
+	nodes_kind="examples/mininodes (miniredis)"
+	(cd "$repo" && $go build -o "$work/mininodes" ./examples/mininodes)
+	"$work/mininodes" "${addrs[@]}" >"$work/mininodes.log" 2>&1 &
+	node_pids+=($!)
+fi
+for a in "${addrs[@]}"; do
+	for i in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/${a##*:}") 2>/dev/null; then break; fi
+		[ "$i" = 100 ] && { echo "consumer-check: node $a did not start ($nodes_kind)" >&2; exit 1; }
+		sleep 0.1
+	done
+done
+echo "consumer-check: nodes ${addrs[*]} ($nodes_kind)"
 
 # The consumer's environment: this proxy first, then the real one; no
 # checksum database for the modules it holds (they are not published);
@@ -39,20 +95,20 @@ export GOMODCACHE="$work/modcache"
 export GOWORK=off
 unset GOFLAGS GOPRIVATE GONOPROXY
 
-# readme_block NAME prints the Go code block of README.md between
-# <!-- consumer-check: NAME --> and <!-- /consumer-check -->.
+# readme_block PATH prints the Go code block of README.md right after the
+# line <!-- program: PATH -->.
 readme_block() {
-	awk -v start="<!-- consumer-check: $1 -->" '
-		index($0, start) == 1 { on = 1; next }
-		on && index($0, "<!-- /consumer-check -->") == 1 { exit }
-		on && /^```/ { if (code) exit; code = 1; next }
-		on && code { print }
+	awk -v start="<!-- program: $1 -->" '
+		$0 == start { on = 1; next }
+		on && !code { if ($0 == "```go") { code = 1; next } exit }
+		code && $0 == "```" { exit }
+		code { print }
 	' "$repo/README.md"
 }
 
-# consumer NAME MODULE: a fresh module that go gets MODULE@$version; its
-# main.go must be written by the caller between consumer_start and
-# consumer_build.
+# consumer_start NAME MODULE: a fresh module that go gets MODULE@$version,
+# from an empty module cache; its main.go must be written by the caller
+# between consumer_start and consumer_build.
 consumer_start() {
 	dir="$work/$1"
 	mkdir -p "$dir"
@@ -62,61 +118,50 @@ consumer_start() {
 	$go get "$2@$version"
 }
 
+# consumer_build NAME: tidy, build (as is and stripped), and report the
+# downloads, sizes and linked modules; zips and mb are left set.
 consumer_build() {
 	$go mod tidy
 	$go build -o "$dir/app" .
+	$go build -ldflags='-s -w' -o "$dir/app-stripped" .
 	zips=$(find "$GOMODCACHE/cache/download" -name '*.zip' | wc -l)
+	mb=$(du -sm "$GOMODCACHE" | cut -f1)
 	mods=$($go list -m all | wc -l)
-	size=$(stat -c %s "$dir/app")
-	awk -v n="$1" -v z="$zips" -v m="$mods" -v s="$size" 'BEGIN {
-		printf "consumer-check: %-6s module zips downloaded %3d, modules listed %3d, binary %d bytes (%.1f MB)\n", n, z, m, s, s / 1e6 }'
-	# The next consumer starts from an empty cache too.
+	linked=$($go version -m "$dir/app" | awk '$1 == "dep" { printf "%s%s", sep, $2; sep = ", " }')
+	awk -v n="$1" -v z="$zips" -v mb="$mb" -v m="$mods" -v s="$(stat -c %s "$dir/app")" -v ss="$(stat -c %s "$dir/app-stripped")" 'BEGIN {
+		printf "consumer-check: %-10s downloads %d module zips, %d MB of module cache (%d modules in go list -m all)\n", n, z, mb, m
+		printf "consumer-check: %-10s binary %.1f MB (%.1f MB stripped)\n", n, s / 1e6, ss / 1e6 }'
+	echo "consumer-check: $1 links: ${linked:-the standard library only}"
+}
+
+# consumer_done: the next consumer starts from an empty cache too.
+consumer_done() {
 	$go clean -modcache
 	cd "$work"
 }
 
-# 1. The library alone, with the README's usage example.
-usage=$(readme_block usage)
-if [ -z "$usage" ]; then
-	echo "consumer-check: README.md has no Go block between <!-- consumer-check: usage --> and <!-- /consumer-check -->" >&2
+# 1. The README's program, run on the nodes.
+program=$(readme_block examples/quickstart/main.go)
+if ! grep -q '^package main$' <<<"$program"; then
+	echo "consumer-check: README.md has no Go program (package main) right after <!-- program: examples/quickstart/main.go -->" >&2
 	exit 1
 fi
-consumer_start usage github.com/redlock-go/redlock
-if [[ "$usage" == package* ]]; then
-	printf '%s\n' "$usage" >main.go
-else
-	# A fragment: it runs in a function given ctx, a store with fenced
-	# writes and a resource; the imports it may use are kept in use.
-	cat >main.go <<GO
-package main
-
-import (
-	"context"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-	"github.com/redlock-go/redlock"
-)
-
-var (
-	_ = time.Second
-	_ redis.UniversalClient
-	_ = redlock.New
-)
-
-type store interface {
-	Write(ctx context.Context, resource string, fence uint64) error
-}
-
-func example(ctx context.Context, store store, invoice string) error {
-$usage
-	return err
-}
-
-func main() { _ = example }
-GO
+consumer_start quickstart github.com/redlock-go/redlock
+printf '%s\n' "$program" >main.go
+consumer_build quickstart
+out=$("$dir/app" "${addrs[@]}" 2>&1) || { echo "consumer-check: the README's program failed on the nodes:" >&2; echo "$out" >&2; exit 1; }
+grep -q '^holding invoice:42 with fence [1-9]' <<<"$out" || { echo "consumer-check: the README's program ran but did not take the lock:" >&2; echo "$out" >&2; exit 1; }
+echo "consumer-check: quickstart ran: $(tr '\n' ';' <<<"$out")"
+if [ "$zips" -gt "$max_zips" ]; then
+	echo "consumer-check: a consumer of the library downloads $zips module zips, more than $max_zips: a new dependency of the root module (or of its packages' tests, which go mod tidy loads) reached every consumer" >&2
+	exit 1
 fi
-consumer_build usage
+said=$(sed -n 's/.*<!-- consumer-check: zips -->\([0-9]*\).*/\1/p' "$repo/README.md" | head -1)
+if [ "$said" != "$zips" ]; then
+	echo "consumer-check: README.md says a consumer downloads ${said:-(no <!-- consumer-check: zips -->N figure)} module zips; measured $zips: update the README's figure (and its MB, $mb)" >&2
+	exit 1
+fi
+consumer_done
 
 # 2. redlockotel, with its Example as the program.
 consumer_start otel github.com/redlock-go/redlock/redlockotel
@@ -124,3 +169,6 @@ sed -e 's/^package redlockotel_test$/package main/' -e 's/^func Example() {$/fun
 	"$repo/redlockotel/example_test.go" >main.go
 grep -q '^func main() {$' main.go || { echo "consumer-check: redlockotel/example_test.go has no func Example()" >&2; exit 1; }
 consumer_build otel
+"$dir/app" >/dev/null || { echo "consumer-check: redlockotel's Example failed as a program" >&2; exit 1; }
+consumer_done
+echo "consumer-check: ok"

@@ -30,36 +30,35 @@ Exit codes: 0 the lock is gone from every node; 1 a node failed (its key,
 if any, stays until its TTL ends); 64 bad usage, or --yes missing.
 
 ` + nodesHelp + `
-Every flag falls back to an environment variable: --timeout
-$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json
-$REDLOCK_JSON. The
-command line wins, and --yes has none: it must be typed.
+Every flag falls back to an environment variable: --node-timeout
+$REDLOCK_NODE_TIMEOUT (or --timeout $REDLOCK_TIMEOUT, its old name),
+--prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json $REDLOCK_JSON.
+The command line wins, and --yes has none: it must be typed. A yes-or-no
+flag takes 1, true, yes or on; or 0, false, no or off.
 
 Flags:
 `
 
 type breakOptions struct {
 	nodeFlags
-	timeout time.Duration
-	yes     bool
-	json    bool
+	yes  bool
+	json bool
 }
 
 func breakFlags(out io.Writer) (*flag.FlagSet, *breakOptions) {
 	o := &breakOptions{}
 	fs := flag.NewFlagSet("redlock break", flag.ContinueOnError)
 	fs.SetOutput(out)
-	o.register(fs, false)
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
-	fs.BoolVar(&o.yes, "yes", false, "really delete the lock, whoever holds it")
-	fs.BoolVar(&o.json, "json", false, "print what was deleted as one JSON object (full tokens)")
+	o.register(fs, time.Second)
+	boolVar(fs, &o.yes, "yes", "really delete the lock, whoever holds it")
+	boolVar(fs, &o.json, "json", "print what was deleted as one JSON object (full tokens)")
 	cliflags.SetUsage(fs, breakUsage)
 	return fs, o
 }
 
 func breakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := breakFlags(io.Discard)
-	name, cmdline, code := parseNameCmd("break", fs, args, &o.timeout, stdout, stderr)
+	name, cmdline, code := parseNameCmd("break", fs, args, &o.nodeTimeout, stdout, stderr)
 	if name == "" {
 		return code
 	}
@@ -68,7 +67,6 @@ func breakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "redlock: break: not breaking %q without --yes: breaking a lock lets another holder in while the current one may still be working; run 'redlock status %s' first, then 'redlock break --yes %s'\n", name, name, name)
 		return exitUsage
 	}
-	o.nodeTimeout = o.timeout
 	s, code := openSession("break", &o.nodeFlags, 0, stderr)
 	if s == nil {
 		return code
@@ -97,7 +95,7 @@ func breakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // printBroken prints the table of what break deleted on each node.
 func printBroken(w io.Writer, name, lockKey string, broken []redlock.Broken, nodes []node) {
-	fmt.Fprintf(w, "lock %q on %d nodes, key %s\n", name, len(broken), lockKey)
+	fmt.Fprintf(w, "lock %q on %s, key %s\n", name, nodesN(len(broken)), lockKey)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tDELETED")
 	for i, b := range broken {
@@ -120,7 +118,7 @@ func printBroken(w io.Writer, name, lockKey string, broken []redlock.Broken, nod
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "deleted on %d of %d nodes; fence counters kept\n", deletedOn(broken), len(broken))
+	fmt.Fprintf(w, "deleted on %d of %s; fence counters kept\n", deletedOn(broken), nodesN(len(broken)))
 }
 
 func deletedOn(broken []redlock.Broken) int {

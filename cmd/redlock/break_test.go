@@ -55,7 +55,7 @@ func TestBreakHelp(t *testing.T) {
 		t.Errorf("help break = %d:\n%s\nwant the usage, saying it is dangerous", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, "help")
-	if code != exitOK || !strings.Contains(stdout, "break   --yes [flags] NAME") {
+	if code != exitOK || !strings.Contains(stdout, "  break --yes NAME  ") {
 		t.Errorf("help = %d:\n%s\nwant break in the command list", code, stdout)
 	}
 }

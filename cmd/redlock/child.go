@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 // groupPoll is how often redlock looks whether the command's process group
@@ -73,7 +75,7 @@ func superviseChild(ctx context.Context, h holder, o *runOptions, name string, c
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = exitNotFound
 		}
-		fmt.Fprintf(stderr, "redlock: cannot run %q: %v: check the command after --\n", command[0], unwrapAll(err))
+		fmt.Fprintf(stderr, "redlock: cannot run %q: %v: check COMMAND\n", command[0], unwrapAll(err))
 		return code, false
 	}
 	cmd := exec.Command(path, command[1:]...)
@@ -188,7 +190,11 @@ func superviseChild(ctx context.Context, h holder, o *runOptions, name string, c
 		case <-lockDone:
 			lockDone = nil
 			lost = true
-			fmt.Fprintf(stderr, "redlock: %s lost while the command ran (an extend failed its quorum or came too late): sending SIGTERM to its process group, SIGKILL in %v\n", holdName(name, h), o.grace)
+			why := "an extend failed its quorum or came too late"
+			if errors.Is(h.Err(), redlock.ErrMaxHold) {
+				why = fmt.Sprintf("held for --max-hold %v, the watchdog stopped extending it", o.maxHold)
+			}
+			fmt.Fprintf(stderr, "redlock: %s lost while the command ran (%s): sending SIGTERM to its process group, SIGKILL in %v\n", holdName(name, h), why, o.grace)
 			signalGroup(syscall.SIGTERM)
 			signalGroup(syscall.SIGCONT) // a stopped group gets the SIGTERM now
 			t := time.NewTimer(o.grace)

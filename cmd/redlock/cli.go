@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -29,37 +30,43 @@ const (
 const mainUsage = `usage: redlock COMMAND [flags] [ARGS]
 
 commands:
-  run     [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
-                                              (-n N: at most N at once, a semaphore)
-  status  [flags] NAME                        show lock NAME on every node
-                                              (-n N: the N permits of semaphore NAME)
-  elect   [flags] NAME -- COMMAND [ARGS...]   run COMMAND while leading election NAME
-  leader  [flags] NAME                        show the leader of election NAME
-  break   --yes [flags] NAME                  delete lock NAME on every node (dangerous)
-  help    [COMMAND]                           show help for COMMAND
+  run NAME COMMAND [ARGS...]    run COMMAND while holding lock NAME
+                                (-n N: at most N at once, a semaphore)
+  status NAME                   show lock NAME on every node
+                                (-n N: the N permits of semaphore NAME)
+  elect NAME COMMAND [ARGS...]  run COMMAND while leading election NAME
+  leader NAME                   show the leader of election NAME
+  break --yes NAME              delete lock NAME on every node (dangerous)
+  help [COMMAND]                show help for COMMAND
+  version                       print redlock's version
 
-  version                                     print redlock's version
+Flags go before NAME ('redlock help COMMAND' lists them); run and elect
+also take them between NAME and a -- before COMMAND, and a shell command
+as -c 'SHELL COMMAND' (as flock -c) in place of COMMAND.
 
 ` + nodesHelp + `
 Every flag --FLAG falls back to $REDLOCK_FLAG (upper case, - as _: --ttl
 $REDLOCK_TTL, --node-timeout $REDLOCK_NODE_TIMEOUT, -v $REDLOCK_VERBOSE,
--n $REDLOCK_PERMITS); the command line wins. Run 'redlock help run' for
-the exit codes.
+-n $REDLOCK_PERMITS; -c has none); the command line wins. A yes-or-no flag
+takes 1, true, yes or on; or 0, false, no or off, in its variable as on the
+command line (--json=yes). --timeout is --node-timeout's old name, still
+taken by status, leader and break. Run 'redlock help run' for the exit
+codes.
 `
 
 // nodesHelp describes node URLs, for the usage texts.
 const nodesHelp = `Nodes: --nodes or $REDLOCK_NODES, URLs separated by commas or spaces; each
 is one independent Redis node (a quorum of them must hold a lock):
-  redis://[user:password@]host:port[/db]      a standalone master
-  rediss://...                                the same over TLS (--cacert FILE
-                                              for a private CA, --cert/--key
-                                              for a client certificate)
-  redis+sentinel://[suser:spass@]host:port[/db]?master_name=NAME[&addr=host:port...]
-                                              a Sentinel-managed master (its own
-                                              credentials: &username=U&password=P)
+  redis://[user:password@]host:port[/db]
+      a standalone master
+  rediss://...
+      the same over TLS (--cacert FILE for a private CA, --cert and --key
+      for a client certificate)
+  redis+sentinel://[suser:spass@]host:port[/db]?master_name=NAME[&addr=...]
+      a Sentinel-managed master, with more sentinels as &addr=host:port
+      (its own credentials: &username=U&password=P)
   redis+cluster://[user:password@]host:port[?addr=host:port...]
-                                              a Redis Cluster (use a lock NAME
-                                              without braces)
+      a Redis Cluster (use a lock NAME without braces)
 Each names its host (redis:// alone is not localhost; an IPv6 address in
 brackets: [::1]:6379), and each server is listed once. A bare host:port
 means redis://host:port. A password with , / # ? @ or % must be
@@ -156,16 +163,46 @@ func envName(flagName string) string {
 	return "REDLOCK_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// aliases are the flags kept under an old name: alias -> the flag's name.
+// An alias sets the same value; the flag's own name, and its variable, win
+// over the alias's variable.
+var aliases = map[string]string{"timeout": "node-timeout"}
+
+// noEnv are the flags that have no variable: -c, a shell command, must be
+// typed (a $REDLOCK_C left in an environment would run in place of the
+// COMMAND given).
+var noEnv = map[string]bool{"c": true}
+
 // applyEnv sets every flag of fs not given on the command line from its
 // environment variable, where that is set and not empty. It returns the
-// names of the flags set either way. A bad value is a usage error naming
-// the variable.
+// names of the flags set either way (a flag and its alias count as one). A
+// bad value is a usage error naming the variable; a flag given on the
+// command line under both its names is one too.
 func applyEnv(cmd string, fs *flag.FlagSet) (map[string]bool, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for alias, name := range aliases {
+		if set[alias] && set[name] {
+			return nil, usagef(cmd, "redlock: %s: --%s and --%s (its old name) given: give one of them", cmd, name, alias)
+		}
+	}
+	mark := func(name string) {
+		set[name] = true
+		for alias, n := range aliases {
+			if n == name {
+				set[alias] = true
+			}
+			if alias == name {
+				set[n] = true
+			}
+		}
+	}
+	for name := range set {
+		mark(name)
+	}
 	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+	fs.VisitAll(func(f *flag.Flag) { // in lexical order: node-timeout before its alias timeout
+		if set[f.Name] || noEnv[f.Name] || err != nil {
 			return
 		}
 		v, ok := os.LookupEnv(envName(f.Name))
@@ -173,16 +210,64 @@ func applyEnv(cmd string, fs *flag.FlagSet) (map[string]bool, error) {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
-			dash := "--"
-			if len(f.Name) == 1 {
-				dash = "-"
-			}
-			err = usagef(cmd, "redlock: %s: $%s: invalid value %q for %s%s: %v", cmd, envName(f.Name), v, dash, f.Name, e)
+			err = usagef(cmd, "redlock: %s: $%s: invalid value %q for %s: %v", cmd, envName(f.Name), v, dashed(f.Name), e)
 			return
 		}
-		set[f.Name] = true
+		mark(f.Name)
 	})
 	return set, err
+}
+
+// dashed is a flag's name as the docs write it: --name, or -v for a
+// one-letter flag.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// boolValue is a boolean flag that takes the usual spellings, on the
+// command line (--json=yes) and in its variable ($REDLOCK_JSON=yes).
+type boolValue bool
+
+// boolWords is what a boolean flag accepts, for its errors and the help.
+const boolWords = "1, true, yes or on; or 0, false, no or off"
+
+func (b *boolValue) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "1", "t", "true", "y", "yes", "on":
+		*b = true
+	case "0", "f", "false", "n", "no", "off":
+		*b = false
+	default:
+		return fmt.Errorf("want %s", boolWords)
+	}
+	return nil
+}
+
+func (b *boolValue) String() string {
+	if b != nil && *b {
+		return "true"
+	}
+	return "false"
+}
+
+func (b *boolValue) IsBoolFlag() bool { return true }
+
+// boolVar defines a boolean flag of fs that takes the usual spellings
+// (boolValue).
+func boolVar(fs *flag.FlagSet, p *bool, name, usage string) {
+	*p = false
+	fs.Var((*boolValue)(p), name, usage)
+}
+
+// nodesN is "1 node" or "N nodes".
+func nodesN(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return strconv.Itoa(n) + " nodes"
 }
 
 // usageError is a bad command line: the message is printed on one line,

@@ -18,7 +18,8 @@ import (
 	"github.com/redlock-go/redlock/internal/cliflags"
 )
 
-const electUsage = `usage: redlock elect [flags] NAME -- COMMAND [ARGS...]
+const electUsage = `usage: redlock elect [flags] NAME [--] COMMAND [ARGS...]
+       redlock elect [flags] NAME -c 'SHELL COMMAND'
 
 Campaign in election NAME: wait until this process leads (it holds lock
 NAME, with --value as who leads), then run COMMAND while it leads, as
@@ -26,7 +27,8 @@ NAME, with --value as who leads), then run COMMAND while it leads, as
 when the leadership is lost COMMAND's process group gets SIGTERM, then
 SIGKILL after --grace (exit 76). When COMMAND exits, the leadership is
 resigned and the next candidate leads. 'redlock leader NAME' shows who
-leads.
+leads. --wait bounds the campaign (default forever); --wait 0 tries once.
+The command line is read as run's (see 'redlock help run').
 
 COMMAND gets run's variables (REDLOCK_NAME, REDLOCK_TOKEN, REDLOCK_FENCE)
 and REDLOCK_TERM, the leadership's term: its fence, larger than every
@@ -35,14 +37,22 @@ earlier leader's. Send it with every write only the leader may make.
 --value TEXT says who leads (default "host HOST pid PID"), at most 256
 bytes of printable UTF-8; every observer reads it.
 
-Exit codes: as run's (see 'redlock help run'); 75 when --wait ran out
-before this process led.
+Exit codes:
+  N    COMMAND's own exit code (128+S if it was killed by signal S)
+  64   bad usage: flags, environment, arguments or node URLs (EX_USAGE)
+  69   fewer nodes reachable than a quorum (EX_UNAVAILABLE)
+  75   another candidate led (or came first) until --wait ran out; with
+       --wait 0, at once (EX_TEMPFAIL)
+  76   leadership lost while COMMAND ran; COMMAND was stopped
+  126  COMMAND could not be executed; 127 COMMAND not found
+  128+S  redlock got signal S while campaigning
 
 ` + nodesHelp + `
 Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
 --wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --value $REDLOCK_VALUE,
 --node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX, -v
-$REDLOCK_VERBOSE, --nodes $REDLOCK_NODES. The command line wins.
+$REDLOCK_VERBOSE (1, true, yes or on; or 0, false, no or off), --nodes
+$REDLOCK_NODES; -c has none. The command line wins.
 
 Flags:
 `
@@ -51,33 +61,25 @@ func electFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	o := &runOptions{wait: waitFlag{forever: true}, conflictExit: exitTempFail}
 	fs := flag.NewFlagSet("redlock elect", flag.ContinueOnError)
 	fs.SetOutput(out)
-	o.register(fs, true)
+	o.register(fs, 0)
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "leadership lease; the watchdog extends it every ttl/3")
-	fs.Var(&o.wait, "wait", "how long to campaign: a `duration`, or forever")
+	fs.Var(&o.wait, "wait", "how long to campaign: a `duration`, 0 to try once, or forever")
 	fs.DurationVar(&o.grace, "grace", defaultGrace, "after a lost leadership, time between SIGTERM and SIGKILL; at most ttl - ttl/3 - drift - node timeout")
-	fs.BoolVar(&o.verbose, "v", false, "report leadership and resignation on stderr")
+	boolVar(fs, &o.verbose, "v", "report leadership and resignation on stderr")
 	fs.StringVar(&o.metadata, "value", "", "who leads: `text` every observer reads (default \"host HOST pid PID\")")
+	fs.StringVar(&o.shell, "c", "", "run `'SHELL COMMAND'` with sh -c, instead of a COMMAND after NAME (as flock -c)")
 	cliflags.SetUsage(fs, electUsage)
 	return fs, o
 }
 
-// parseElect parses the elect command line: flags and NAME before "--",
-// the command after it.
+// parseElect parses the elect command line (see parseCommandLine).
 func parseElect(args []string, stdout io.Writer) (o *runOptions, name string, command []string, err error) {
 	fs, o := electFlags(io.Discard)
-	pos, command, set, dashes, err := parseCommandLine("elect", fs, args, stdout)
+	name, command, set, err := parseCommandLine("elect", fs, args, stdout)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	switch {
-	case len(pos) == 0 || pos[0] == "":
-		return nil, "", nil, usagef("elect", "redlock: elect: missing election NAME: redlock elect [flags] NAME -- COMMAND [ARGS...]")
-	case !dashes:
-		return nil, "", nil, usagef("elect", "redlock: elect: missing -- before the command: redlock elect [flags] %s -- COMMAND [ARGS...]", pos[0])
-	case len(pos) > 1:
-		return nil, "", nil, usagef("elect", "redlock: elect: unexpected argument %q after NAME %q: put the command after --", pos[1], pos[0])
-	case len(command) == 0:
-		return nil, "", nil, usagef("elect", "redlock: elect: missing command after --")
 	case o.ttl <= 0:
 		return nil, "", nil, usagef("elect", "redlock: elect: --ttl %v: want a positive duration such as 30s", o.ttl)
 	case o.grace < 0:
@@ -102,7 +104,7 @@ func parseElect(args []string, stdout io.Writer) (o *runOptions, name string, co
 		return nil, "", nil, usagef("elect", "redlock: elect: --grace %v is longer than the %v a --ttl %v lease has left after a failed extend: give a shorter --grace or a longer --ttl",
 			o.grace, max(maxGrace, 0), o.ttl)
 	}
-	return o, pos[0], command, nil
+	return o, name, command, nil
 }
 
 func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -121,7 +123,12 @@ func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !o.wait.forever {
+	campaign := s.client.Campaign
+	switch {
+	case o.wait.forever:
+	case o.wait.d == 0:
+		campaign = s.client.TryCampaign // one try, as run's --wait 0
+	default:
 		cctx, cancel = context.WithTimeout(cctx, o.wait.d)
 		defer cancel()
 	}
@@ -134,7 +141,7 @@ func electCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	resc := make(chan result, 1)
 	go func() {
-		ld, err := s.client.Campaign(cctx, name, o.ttl, o.metadata)
+		ld, err := campaign(cctx, name, o.ttl, o.metadata)
 		resc <- result{ld, err}
 	}()
 	var res result

@@ -27,18 +27,7 @@ func TestElectionCLI(t *testing.T) {
 	}
 
 	// Someone leads: leader shows its value and term.
-	c, err := redlock.New(cluster(t).Clients(), nil)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ld, err := c.Campaign(ctx, name, time.Minute, "10.0.0.9:80")
-	if err != nil {
-		t.Fatalf("Campaign = %v; want leadership", err)
-	}
-	defer ld.Resign(context.Background())
+	ld := lead(t, name, "10.0.0.9:80")
 	if term, _ := strconv.ParseUint(f[0], 10, 64); ld.Term() <= term {
 		t.Errorf("term after elect's = %d; want > %d", ld.Term(), term)
 	}
@@ -65,7 +54,7 @@ func TestElectionCLIUsage(t *testing.T) {
 		{"elect", "--nodes", "redis://127.0.0.1:1", "n"},
 		{"elect", "--nodes", "redis://127.0.0.1:1", "--", "true"},
 		{"elect", "--nodes", "redis://127.0.0.1:1", "--value", "", "n", "--", "true"},
-		{"elect", "--nodes", "redis://127.0.0.1:1", "n", "m", "--", "true"},
+		{"elect", "--nodes", "redis://127.0.0.1:1", "n", "--ttl", "5s", "true"},
 		{"leader", "--nodes", "redis://127.0.0.1:1"},
 		{"leader", "--nodes", "redis://127.0.0.1:1", "a", "b"},
 	} {
@@ -77,4 +66,18 @@ func TestElectionCLIUsage(t *testing.T) {
 	if code, _, stderr := runCLI(t, "leader", "--nodes", "redis://127.0.0.1:1", "n"); code != exitUnavailable {
 		t.Errorf("leader with no node up = %d, stderr %q; want %d", code, stderr, exitUnavailable)
 	}
+}
+
+// lead makes another candidate lead election name with value, on the
+// shared cluster, until the test ends.
+func lead(t testing.TB, name, value string) *redlock.Leadership {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ld, err := sharedClient(t).Campaign(ctx, name, time.Minute, value)
+	if err != nil {
+		t.Fatalf("Campaign(%q) = %v; want leadership", name, err)
+	}
+	t.Cleanup(func() { _ = ld.Resign(context.Background()) })
+	return ld
 }

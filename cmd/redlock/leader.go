@@ -27,9 +27,11 @@ the nodes answered, and no leader holds a quorum of them); 69 unknown
 (EX_UNAVAILABLE: fewer nodes answered than a quorum); 64 bad usage.
 
 ` + nodesHelp + `
-Every flag falls back to an environment variable: --timeout
-$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json
-$REDLOCK_JSON. The command line wins.
+Every flag falls back to an environment variable: --node-timeout
+$REDLOCK_NODE_TIMEOUT (or --timeout $REDLOCK_TIMEOUT, its old name),
+--prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json $REDLOCK_JSON.
+The command line wins. A yes-or-no flag takes 1, true, yes or on; or 0,
+false, no or off.
 
 Flags:
 `
@@ -38,9 +40,8 @@ func leaderFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
 	o := &statusOptions{}
 	fs := flag.NewFlagSet("redlock leader", flag.ContinueOnError)
 	fs.SetOutput(out)
-	o.register(fs, false)
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
-	fs.BoolVar(&o.json, "json", false, "print the leader as one JSON object")
+	o.register(fs, time.Second)
+	boolVar(fs, &o.json, "json", "print the leader as one JSON object")
 	cliflags.SetUsage(fs, leaderUsage)
 	return fs, o
 }
@@ -56,11 +57,10 @@ type jsonLeader struct {
 
 func leaderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := leaderFlags(io.Discard)
-	name, _, code := parseNameCmd("leader", fs, args, &o.timeout, stdout, stderr)
+	name, _, code := parseNameCmd("leader", fs, args, &o.nodeTimeout, stdout, stderr)
 	if name == "" {
 		return code
 	}
-	o.nodeTimeout = o.timeout
 	s, code := openSession("leader", &o.nodeFlags, 0, stderr)
 	if s == nil {
 		return code
@@ -70,7 +70,7 @@ func leaderCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	info, err := s.client.Leader(ctx, name)
 	switch {
 	case errors.Is(err, redlock.ErrLeaderUnknown):
-		fmt.Fprintf(stderr, "redlock: leader of %q unknown: %s; check --nodes/$%s and that the servers are up\n", name, trimPrefix(err), nodesEnv)
+		fmt.Fprintf(stderr, "redlock: leader of %q: %s; check --nodes/$%s and that the servers are up\n", name, trimPrefix(err), nodesEnv)
 		return exitUnavailable
 	case err != nil:
 		fmt.Fprintf(stderr, "redlock: leader: %s\n", trimPrefix(err))

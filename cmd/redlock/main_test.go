@@ -147,11 +147,7 @@ func waitFile(t testing.TB, path, want string, p *proc) {
 // releases it when the test ends.
 func holdLock(t testing.TB, name string, ttl time.Duration) *redlock.Lock {
 	t.Helper()
-	c, err := redlock.New(cluster(t).Clients(), nil)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := sharedClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := c.Acquire(ctx, name, ttl, nil)
@@ -160,6 +156,18 @@ func holdLock(t testing.TB, name string, ttl time.Duration) *redlock.Lock {
 	}
 	t.Cleanup(func() { _ = l.Release(context.Background()) })
 	return l
+}
+
+// sharedClient returns a library Client over the shared cluster, closed
+// when the test ends.
+func sharedClient(t testing.TB) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(cluster(t).Clients(), nil)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // lockKeyCount returns on how many nodes of the shared cluster the lock key

@@ -19,13 +19,18 @@ type nodeFlags struct {
 	tls         tlsFlags
 }
 
-// register adds --nodes, --prefix and, for commands that take locks,
-// --node-timeout.
-func (n *nodeFlags) register(fs *flag.FlagSet, locks bool) {
+// register adds --nodes, --prefix, --node-timeout and the TLS flags. For
+// the commands that take locks (run, elect: look 0) --node-timeout's
+// default follows --ttl; for those that only look at them (status, leader,
+// break) it is look, and --timeout, its old name, is an alias.
+func (n *nodeFlags) register(fs *flag.FlagSet, look time.Duration) {
 	fs.StringVar(&n.nodes, "nodes", "", "node `URLs`, separated by commas or spaces (see 'Nodes' above); keep passwords in $"+nodesEnv+", not here")
 	fs.StringVar(&n.prefix, "prefix", "", "key prefix, as in redlock.Options.KeyPrefix (default \"redlock:\")")
-	if locks {
+	if look == 0 {
 		fs.DurationVar(&n.nodeTimeout, "node-timeout", 0, "per-node round-trip timeout (default ttl/50, within 100ms..500ms)")
+	} else {
+		fs.DurationVar(&n.nodeTimeout, "node-timeout", look, "how long to wait for each node's answer")
+		fs.DurationVar(&n.nodeTimeout, "timeout", look, "--node-timeout's old name ($REDLOCK_TIMEOUT): the same flag")
 	}
 	n.tls.register(fs)
 }

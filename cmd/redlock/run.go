@@ -16,7 +16,8 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-const runUsage = `usage: redlock run [-n N] [flags] NAME -- COMMAND [ARGS...]
+const runUsage = `usage: redlock run [-n N] [flags] NAME [--] COMMAND [ARGS...]
+       redlock run [-n N] [flags] NAME -c 'SHELL COMMAND'
 
 Acquire lock NAME on a quorum of the nodes, run COMMAND while a watchdog
 extends the lock every TTL/3, and release the lock when COMMAND and every
@@ -24,6 +25,13 @@ process left in its process group have exited (as flock holds the lock
 while any process it started has the file open; a process that leaves the
 group, with setsid say, is not waited for). Like flock(1), redlock waits
 for the lock by default; --wait 0 tries once.
+
+Command line: as flock's, everything after NAME is the command, its flags
+included ('redlock run job ls -l'); redlock's flags go before NAME. With
+-- before COMMAND, redlock's flags may also come between NAME and the --.
+-c 'SHELL COMMAND' runs the text with sh -c instead (as flock -c). A flag
+after NAME followed by a command without -- is refused: it could be
+either's.
 
 Semaphore: with -n N (N > 1) at most N commands run NAME at once, like
 'consul lock -n': redlock takes one of the N permits of semaphore NAME
@@ -49,14 +57,20 @@ environment (and $REDLOCK_NODES removed from it):
 Holder: redlock stores "host HOST pid PID: COMMAND ARGS" (its own host name
 and pid, and the command, cut to 256 bytes) with the lock (or permit) as
 its metadata, which 'redlock status' shows; --metadata TEXT stores TEXT
-instead, and --no-metadata nothing. Either way the lock is the plain one (the metadata
-lives in a key of its own that expires and goes with the lock).
+instead, and --no-metadata nothing. Either way the lock is the plain one
+(the metadata lives in a key of its own that expires and goes with the
+lock).
 
 Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGTSTP sent
 to redlock are forwarded to COMMAND's process group. If the lock is lost
-while the group runs (an extend fails its quorum), the whole group gets
-SIGTERM (and SIGCONT, should it be stopped), then SIGKILL after --grace,
-whether COMMAND itself is still there or not.
+while the group runs (an extend fails its quorum, or --max-hold ran out),
+the whole group gets SIGTERM (and SIGCONT, should it be stopped), then
+SIGKILL after --grace, whether COMMAND itself is still there or not.
+
+A cap: --max-hold D stops the watchdog once an extend would keep the lock
+past D after it was acquired, so a COMMAND that hangs cannot keep the lock
+forever: the lock then expires at its deadline and COMMAND is stopped as
+on any loss (exit 76). The default, 0, is no cap.
 
 Terminal: when stdin is a terminal and redlock runs in its foreground, the
 command's group becomes the terminal's foreground group, so it reads the
@@ -82,17 +96,20 @@ Exit codes:
   75   lock held elsewhere: not acquired within --wait (EX_TEMPFAIL;
        --conflict-exit-code changes it); with -n: all N permits held, or
        the semaphore in use with another -n (at once, whatever --wait)
-  76   lock (or permit) lost while COMMAND ran; COMMAND was stopped
+  76   lock (or permit) lost while COMMAND ran, or held for --max-hold;
+       COMMAND was stopped
   126  COMMAND could not be executed; 127 COMMAND not found
   128+S  redlock got signal S while waiting for the lock
 
 ` + nodesHelp + `
 Every flag falls back to an environment variable: --ttl $REDLOCK_TTL,
 --wait $REDLOCK_WAIT, --grace $REDLOCK_GRACE, --no-fence $REDLOCK_NO_FENCE,
---node-timeout $REDLOCK_NODE_TIMEOUT, --prefix $REDLOCK_PREFIX,
---conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE, --metadata
-$REDLOCK_METADATA, --no-metadata $REDLOCK_NO_METADATA, -n $REDLOCK_PERMITS,
--v $REDLOCK_VERBOSE, --nodes $REDLOCK_NODES. The command line wins.
+--max-hold $REDLOCK_MAX_HOLD, --node-timeout $REDLOCK_NODE_TIMEOUT,
+--prefix $REDLOCK_PREFIX, --conflict-exit-code $REDLOCK_CONFLICT_EXIT_CODE,
+--metadata $REDLOCK_METADATA, --no-metadata $REDLOCK_NO_METADATA, -n
+$REDLOCK_PERMITS, -v $REDLOCK_VERBOSE, --nodes $REDLOCK_NODES; -c has none.
+The command line wins. A yes-or-no flag (--no-fence, --no-metadata, -v)
+takes 1, true, yes or on; or 0, false, no or off.
 
 Flags:
 `
@@ -149,7 +166,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // A signal or ctx ends the wait. It returns what it acquired, or nil and
 // the exit code after reporting why.
 func acquireForRun(ctx context.Context, s *session, o *runOptions, name string, sigc <-chan os.Signal, stderr io.Writer) (holder, int) {
-	opts := &redlock.AcquireOptions{NoFence: o.noFence, AutoExtend: true, Metadata: o.metadata}
+	opts := &redlock.AcquireOptions{NoFence: o.noFence, AutoExtend: true, MaxHold: o.maxHold, Metadata: o.metadata}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch {
@@ -241,9 +258,9 @@ func short(token string) string {
 	return token[:8] + "…"
 }
 
-func trimPrefix(err error) string {
-	return strings.TrimPrefix(oneLine(err), "redlock: ")
-}
+// trimPrefix is err's text on one line without its "redlock: "s (oneLine),
+// for a message that has one of its own.
+func trimPrefix(err error) string { return oneLine(err) }
 
 // startCommand opens the session of cmd (run, elect), catches the signals
 // that go to the command (from here on: while waiting they stop the wait,

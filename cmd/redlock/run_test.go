@@ -23,16 +23,18 @@ func TestRunUsageErrors(t *testing.T) {
 		{"no command", nil, "usage: redlock COMMAND", exitUsage},
 		{"unknown command", []string{"lock"}, `unknown command "lock"`, exitUsage},
 		{"missing name", []string{"run", nodes}, "missing lock NAME", exitUsage},
-		{"missing dashdash", []string{"run", nodes, "job", "true"}, "missing -- before the command", exitUsage},
-		{"missing command", []string{"run", nodes, "job", "--"}, "missing command after --", exitUsage},
-		{"two names", []string{"run", nodes, "job", "extra", "--", "true"}, `unexpected argument "extra"`, exitUsage},
+		{"flag after name without dashdash", []string{"run", nodes, "job", "-v", "true"}, `"-v" after NAME "job": is it redlock's flag or the command's?`, exitUsage},
+		{"missing command", []string{"run", nodes, "job", "--"}, `missing COMMAND after NAME "job"`, exitUsage},
+		{"missing command after flags", []string{"run", nodes, "job", "--ttl", "5s"}, `missing COMMAND after NAME "job"`, exitUsage},
+		{"shell and command", []string{"run", nodes, "-c", "true", "job", "true"}, "both -c and a COMMAND", exitUsage},
+		{"timeout is not wait", []string{"run", nodes, "--timeout", "5s", "job", "true"}, "--wait is how long to wait for the lock", exitUsage},
 		{"bad ttl", []string{"run", nodes, "--ttl", "soon", "job", "--", "true"}, `invalid value "soon" for flag --ttl`, exitUsage},
 		{"zero ttl", []string{"run", nodes, "--ttl", "0", "job", "--", "true"}, "--ttl 0s: want a positive duration", exitUsage},
 		{"negative wait", []string{"run", nodes, "--wait", "-1s", "job", "--", "true"}, `invalid value "-1s" for flag --wait`, exitUsage},
 		{"negative grace", []string{"run", nodes, "--grace", "-1s", "job", "--", "true"}, "--grace -1s", exitUsage},
 		{"unknown flag", []string{"run", nodes, "--tll", "1s", "job", "--", "true"}, "flag provided but not defined: --tll", exitUsage},
 		{"unknown status flag", []string{"status", nodes, "--jsn", "job"}, "flag provided but not defined: --jsn", exitUsage},
-		{"short flag value", []string{"run", nodes, "-v=maybe", "job", "--", "true"}, `invalid boolean value "maybe" for -v`, exitUsage},
+		{"short flag value", []string{"run", nodes, "-v=maybe", "job", "--", "true"}, `invalid boolean value "maybe" for -v: want 1, true, yes or on; or 0, false, no or off`, exitUsage},
 		{"no nodes", []string{"run", "job", "--", "true"}, "no nodes: give --nodes", exitUsage},
 		{"bad node url", []string{"run", "--nodes", "redis://u:secret@[::1", "job", "--", "true"}, "node 0", exitUsage},
 		{"bad db", []string{"run", "--nodes", "redis://127.0.0.1:6379/x", "job", "--", "true"}, "node 0", exitUsage},
@@ -337,7 +339,7 @@ func TestRunTLSURL(t *testing.T) {
 	// rediss:// is accepted (TLS); nothing listens there, so the nodes are
 	// unreachable, which is reported as such rather than as a bad URL.
 	code, _, stderr := runCLI(t, "run", "--nodes", "rediss://127.0.0.1:1", "--wait", "0", lockName(t), "--", "true")
-	if code != exitUnavailable || !strings.Contains(stderr, "only 0 of 1 nodes reachable") {
+	if code != exitUnavailable || !strings.Contains(stderr, "only 0 of 1 node reachable") {
 		t.Errorf("run with rediss:// to a closed port = %d, %q; want %d and the node unreachable", code, stderr, exitUnavailable)
 	}
 }

@@ -39,8 +39,15 @@ func unreachable(nodes []node, errs []error) (n int, desc string) {
 	return n, strings.Join(parts, "; ")
 }
 
+// oneLine is err's text on one line: the lines of a joined error (one per
+// error) are separated by "; ", each without the "redlock: " it starts
+// with, since the message that shows it has one of its own.
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", " ")
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "redlock: ")
+	}
+	return strings.Join(lines, "; ")
 }
 
 // session is a redlock.Client over the nodes of the command line.
@@ -88,12 +95,12 @@ func (s *session) checkQuorum(ctx context.Context, stderr io.Writer) (int, bool)
 	down, desc := unreachable(s.nodes, errs)
 	up := len(s.nodes) - down
 	if up < s.client.Quorum() {
-		fmt.Fprintf(stderr, "redlock: only %d of %d nodes reachable, a lock needs %d: %s; check --nodes/$%s and that the servers are up\n",
-			up, len(s.nodes), s.client.Quorum(), desc, nodesEnv)
+		fmt.Fprintf(stderr, "redlock: only %d of %s reachable, a lock needs %d: %s; check --nodes/$%s and that the servers are up\n",
+			up, nodesN(len(s.nodes)), s.client.Quorum(), desc, nodesEnv)
 		return exitUnavailable, false
 	}
 	if down > 0 {
-		fmt.Fprintf(stderr, "redlock: warning: %d of %d nodes unreachable (%s); going on with the other %d\n", down, len(s.nodes), desc, up)
+		fmt.Fprintf(stderr, "redlock: warning: %d of %s unreachable (%s); going on with the other %d\n", down, nodesN(len(s.nodes)), desc, up)
 	}
 	return exitOK, true
 }

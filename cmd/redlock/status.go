@@ -45,9 +45,11 @@ codes: 0 full (every permit held: a run would wait); 1 a permit is free;
 some unknown); 64 bad usage. -n 1, the default, is lock NAME.
 
 ` + nodesHelp + `
-Every flag falls back to an environment variable: --timeout
-$REDLOCK_TIMEOUT, --prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json
-$REDLOCK_JSON, -n $REDLOCK_PERMITS. The command line wins.
+Every flag falls back to an environment variable: --node-timeout
+$REDLOCK_NODE_TIMEOUT (or --timeout $REDLOCK_TIMEOUT, its old name),
+--prefix $REDLOCK_PREFIX, --nodes $REDLOCK_NODES, --json $REDLOCK_JSON, -n
+$REDLOCK_PERMITS. The command line wins. A yes-or-no flag takes 1, true,
+yes or on; or 0, false, no or off.
 
 Flags:
 `
@@ -58,18 +60,16 @@ const exitFree = 1
 
 type statusOptions struct {
 	nodeFlags
-	timeout time.Duration
-	json    bool
-	limit   int // -n: with more than 1, semaphore NAME's permits
+	json  bool
+	limit int // -n: with more than 1, semaphore NAME's permits
 }
 
 func statusFlags(out io.Writer) (*flag.FlagSet, *statusOptions) {
 	o := &statusOptions{}
 	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
 	fs.SetOutput(out)
-	o.register(fs, false)
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "how long to wait for each node's answer")
-	fs.BoolVar(&o.json, "json", false, "print the state as one JSON object (full tokens)")
+	o.register(fs, time.Second)
+	boolVar(fs, &o.json, "json", "print the state as one JSON object (full tokens)")
 	fs.IntVar(&o.limit, "n", 1, "show the `N` permits of semaphore NAME, as 'run -n N' takes them (1 is lock NAME)")
 	cliflags.SetUsage(fs, statusUsage)
 	return fs, o
@@ -100,21 +100,20 @@ func parseNameCmd(cmd string, fs *flag.FlagSet, args []string, timeout *time.Dur
 	case len(pos) > 1:
 		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: unexpected argument %q after NAME %q", cmd, pos[1], pos[0]))
 	case *timeout <= 0:
-		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: --timeout %v: want a positive duration such as 1s", cmd, *timeout))
+		return "", nil, reportUsage(stderr, usagef(cmd, "redlock: %s: --node-timeout %v: want a positive duration such as 1s", cmd, *timeout))
 	}
 	return pos[0], cmdline, exitOK
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := statusFlags(io.Discard)
-	name, _, code := parseNameCmd("status", fs, args, &o.timeout, stdout, stderr)
+	name, _, code := parseNameCmd("status", fs, args, &o.nodeTimeout, stdout, stderr)
 	if name == "" {
 		return code
 	}
 	if o.limit < 1 || o.limit > redlock.MaxPermits {
 		return reportUsage(stderr, usagef("status", "redlock: status: -n %d: want 1 to %d, the semaphore's limit as run -n gives it (1 is the plain lock NAME)", o.limit, redlock.MaxPermits))
 	}
-	o.nodeTimeout = o.timeout
 	s, code := openSession("status", &o.nodeFlags, 0, stderr)
 	if s == nil {
 		return code
@@ -144,7 +143,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case st.Free:
 		return exitFree
 	case st.Answered < st.Quorum:
-		fmt.Fprintf(stderr, "redlock: only %d of %d nodes answered, a lock needs %d: the lock's state is unknown; check --nodes/$%s and that the servers are up\n", st.Answered, len(st.Nodes), st.Quorum, nodesEnv)
+		fmt.Fprintf(stderr, "redlock: only %d of %s answered, a lock needs %d: the lock's state is unknown; check --nodes/$%s and that the servers are up\n", st.Answered, nodesN(len(st.Nodes)), st.Quorum, nodesEnv)
 	default:
 		fmt.Fprintf(stderr, "redlock: the nodes' answers are split: neither a quorum holding %q nor a free quorum; look again in a moment\n", name)
 	}
@@ -153,7 +152,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // printState prints the table of the nodes and the quorum line.
 func printState(w io.Writer, st *redlock.LockState, lockKey string, nodes []node) {
-	fmt.Fprintf(w, "lock %q on %d nodes (quorum %d), key %s\n", st.Name, len(st.Nodes), st.Quorum, lockKey)
+	fmt.Fprintf(w, "lock %q on %s (quorum %d), key %s\n", st.Name, nodesN(len(st.Nodes)), st.Quorum, lockKey)
 	reentrant, meta := false, false
 	for _, ns := range st.Nodes {
 		reentrant = reentrant || ns.Reentrant
@@ -247,15 +246,15 @@ func quorumLine(st *redlock.LockState) string {
 				minTTL = ns.TTL
 			}
 		}
-		return fmt.Sprintf("held by quorum: yes (token %s, %d/%d nodes, %s left)", short(st.Holder), st.HeldOn, len(st.Nodes), formatTTL(minTTL))
+		return fmt.Sprintf("held by quorum: yes (token %s, %d/%s, %s left)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), formatTTL(minTTL))
 	}
 	switch {
 	case st.Free && st.HeldOn == 0:
 		return "held by quorum: no (free on every node that answered)"
 	case st.Free:
-		return fmt.Sprintf("held by quorum: no (best: token %s on %d/%d nodes, quorum %d)", short(st.Holder), st.HeldOn, len(st.Nodes), st.Quorum)
+		return fmt.Sprintf("held by quorum: no (best: token %s on %d/%s, quorum %d)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), st.Quorum)
 	case st.Answered < st.Quorum:
-		return fmt.Sprintf("held by quorum: unknown (%d of %d nodes answered, quorum %d)", st.Answered, len(st.Nodes), st.Quorum)
+		return fmt.Sprintf("held by quorum: unknown (%d of %s answered, quorum %d)", st.Answered, nodesN(len(st.Nodes)), st.Quorum)
 	}
-	return fmt.Sprintf("held by quorum: unknown (best: token %s on %d/%d nodes, quorum %d)", short(st.Holder), st.HeldOn, len(st.Nodes), st.Quorum)
+	return fmt.Sprintf("held by quorum: unknown (best: token %s on %d/%s, quorum %d)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), st.Quorum)
 }

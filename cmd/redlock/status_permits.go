@@ -40,7 +40,7 @@ func permitsStatus(ctx context.Context, s *session, o *statusOptions, name strin
 		return exitFree
 	}
 	if j.Answered < st.Quorum {
-		fmt.Fprintf(stderr, "redlock: only %d of %d nodes answered, a semaphore needs %d: its state is unknown; check --nodes/$%s and that the servers are up\n", j.Answered, len(s.nodes), st.Quorum, nodesEnv)
+		fmt.Fprintf(stderr, "redlock: only %d of %s answered, a semaphore needs %d: its state is unknown; check --nodes/$%s and that the servers are up\n", j.Answered, nodesN(len(s.nodes)), st.Quorum, nodesEnv)
 	} else {
 		fmt.Fprintf(stderr, "redlock: the nodes' answers on %d of the %d permits of %q are split: none is free on a quorum; look again in a moment\n", st.Limit-st.Held-st.Free, st.Limit, name)
 	}
@@ -134,7 +134,7 @@ func holderTTL(ls *redlock.LockState) (time.Duration, string) {
 // waiters.
 func printPermits(w io.Writer, st *redlock.PermitsState, j permitsJSON) {
 	n := len(st.Gate.Nodes)
-	fmt.Fprintf(w, "semaphore %q: %d permits on %d nodes (quorum %d)\n", st.Name, st.Limit, n, st.Quorum)
+	fmt.Fprintf(w, "semaphore %q: %d permits on %s (quorum %d)\n", st.Name, st.Limit, nodesN(n), st.Quorum)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tSTATE\tHOLDER\tNODES\tTTL\tMETADATA")
 	for i, sj := range j.Slots {
@@ -150,7 +150,7 @@ func printPermits(w io.Writer, st *redlock.PermitsState, j permitsJSON) {
 	}
 	tw.Flush()
 	if j.Answered < st.Quorum {
-		fmt.Fprintf(w, "held: unknown (%d of %d nodes answered, quorum %d)\n", j.Answered, n, st.Quorum)
+		fmt.Fprintf(w, "held: unknown (%d of %s answered, quorum %d)\n", j.Answered, nodesN(n), st.Quorum)
 		fmt.Fprintln(w, "waiting: unknown")
 		return
 	}
