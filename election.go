@@ -95,7 +95,7 @@ func checkLeaderValue(value string) error {
 // the node timeout passed). It is bounded by the Client's life, not by the
 // caller's context, which may end the moment Campaign returns.
 func (c *Client) announce(l *Lock) {
-	sendRound(c.life, c, l.ls.announceRequest(strconv.FormatUint(l.fence, 10)), &transport.Spec[int64]{
+	sendRound(c.life, c, l.ls.announceRequest(strconv.FormatUint(l.fence, 10), l.won), &transport.Spec[int64]{
 		Need: c.quorum, PerNode: l.ls.timeout, Parse: int64Reply,
 		Accept: func(v int64, err error) bool { return err == nil && v >= 0 }})
 }

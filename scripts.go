@@ -230,11 +230,12 @@ func inspectRequest(k keys) *transport.Request {
 // announceRequest records term beside ls's metadata (the leader's value)
 // in its meta key, as "<token>#<term>:<value>", and publishes "<term>
 // <value>" on the election channel of ls's name, if the node still holds
-// ls's key. Only this request writes a meta key in that form (see
-// holder_meta.lua), so that no Metadata can forge a term.
-func (ls *lease) announceRequest(term string) *transport.Request {
+// what the lease won there (won, as extend matches it). Only this request
+// writes a meta key in that form (see holder_meta.lua), so that no
+// Metadata can forge a term.
+func (ls *lease) announceRequest(term, won string) *transport.Request {
 	k := ls.keys
-	return transport.NewRequest(announceScript, []string{k.lock, k.meta}, ls.prefix, electedChannel(k),
+	return transport.NewRequest(announceScript, []string{k.lock, k.meta}, won, electedChannel(k),
 		term+" "+ls.meta, ls.token+"#"+term+":"+ls.meta)
 }
 
