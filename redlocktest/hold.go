@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,8 +48,7 @@ func (h *holds) close() {
 
 // HoldRequests holds each request that this Net's clients send to node i
 // for d in the client process before writing it, as a retransmitted packet
-// or a slow path would (a new connection's handshake, HELLO and the like,
-// is not held: the requests on it are). A caller whose context ends first gets its context
+// or a slow path would. A caller whose context ends first gets its context
 // error at once (whatever ContextTimeoutEnabled says), and its request is
 // still sent, on a copy of the command, once d has passed since it was
 // issued; nobody reads that answer. Requests issued after Heal(i) are sent
@@ -125,9 +123,6 @@ func (holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (k holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if handshake(cmd) {
-			return next(ctx, cmd)
-		}
 		held, err := k.hold(ctx, k.h.delay(k.node, cmd), func() error { return next(ctx, cmd) },
 			func(bg context.Context) { _ = next(bg, redis.NewCmd(bg, cmd.Args()...)) })
 		if !held {
@@ -142,9 +137,6 @@ func (k holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (k holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !handshake(c) }) {
-			return next(ctx, cmds) // a new connection's handshake
-		}
 		groups := k.h.split(k.node, cmds)
 		if len(groups) == 1 {
 			return k.pipeline(ctx, next, groups[0].d, cmds)
@@ -207,20 +199,6 @@ func (h *holds) split(i int, cmds []redis.Cmder) []heldGroup {
 		groups[j].cmds = append(groups[j].cmds, c)
 	}
 	return groups
-}
-
-// handshake reports whether cmd is part of opening a connection (go-redis
-// sends them through the hooks too): those are not held, so that a new
-// connection (a subscription's, a busy pool's) opens at once and only the
-// requests on it are held.
-func handshake(cmd redis.Cmder) bool {
-	switch strings.ToLower(cmd.Name()) {
-	case "hello", "auth", "select", "readonly":
-		return true
-	case "client":
-		return len(cmd.Args()) > 1 && strings.EqualFold(fmt.Sprint(cmd.Args()[1]), "setinfo")
-	}
-	return false
 }
 
 // delay returns how long cmd, a request to node i, is held: the node's

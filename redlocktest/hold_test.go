@@ -101,8 +101,8 @@ func waitHeld(n *redlocktest.Net, d time.Duration) bool {
 }
 
 // TestNetHoldRequestsBy: only the requests the function picks are held,
-// for the time it gives, and a later one overtakes them; a new
-// connection's handshake is never held.
+// for the time it gives, and a later one overtakes them (a new
+// connection's handshake, which it does not pick, goes at once too).
 func TestNetHoldRequestsBy(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 1, nil)
