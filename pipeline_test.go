@@ -144,9 +144,9 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 			if got := queued(c, 0); got != calls {
 				t.Fatalf("node 0 has %d calls queued; want %d behind the one it holds", got, calls)
 			}
-			// The first lock ends while node 0 still holds its grant: that
-			// late grant needs no cleanup, as the release queued behind it
-			// there deletes the key after it.
+			// The first lock ends while node 0 still holds its grant: the
+			// release queued behind it there deletes the key after it (and
+			// the late grant's exact cleanup finds nothing).
 			if err := first.l.Release(ctx); err != nil {
 				t.Fatalf("Release(%q) = %v", "pipe-first", err)
 			}
@@ -176,7 +176,7 @@ func TestSenderPipelinesQueuedCalls(t *testing.T) {
 			hooks[0].mu.Lock()
 			pipes, noScript := hooks[0].pipelines, hooks[0].noScript
 			hooks[0].mu.Unlock()
-			if len(pipes) == 0 || pipes[0] != calls+1 {
+			if len(pipes) == 0 || pipes[0] < calls+1 {
 				t.Errorf("node 0's pipelines had %v commands; want the %d queued calls in the first", pipes, calls+1)
 			}
 			if flush && noScript != calls+1 {
