@@ -70,7 +70,14 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		o.Retry = DefaultRetry()
 	}
 	start := c.clock.Now()
-	ls := c.newLease(name, ttl, leaseSpec{fenced: !o.NoFence, reentrant: o.Reentrant, meta: o.Metadata})
+	f := formPlain
+	switch {
+	case o.Reentrant:
+		f = formHold
+	case o.Metadata != "":
+		f = formMeta
+	}
+	ls := c.newLease(name, ttl, leaseSpec{form: f, fenced: !o.NoFence, meta: o.Metadata})
 	return c.acquireLease(ctx, ls, o, start)
 }
 
@@ -256,6 +263,33 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 			return nil, attempt, qerr
 		}
 	}
+}
+
+// split ends the call as if it gave up, and makes a new call take its place
+// in the waiting order (the same priority) and its local turn. It is for a
+// call whose attempt failed while releases had granted it the key on some
+// nodes: the nodes granted the key to different waiters (a waiter's entry
+// reached a node after a release there had picked the next head), and
+// every grant stays while its call waits, since the call may count it from
+// its notice; no waiter reaches a quorum, and none would give way. Leaving
+// the queue takes the call's grants away (queue_leave.lua) and hands the key
+// on; its late notices no longer name a waiting call. The new call starts
+// afresh: its validity counts from its own first attempt.
+func (a *acquisition) split(ctx context.Context) {
+	c, ls, w := a.c, a.cl.ls, a.w
+	w.gaveUp.Store(true) // before done: see lateQueued
+	w.done.Store(true)
+	c.leaveQueue(ctx, ls, w)
+	nls := ls.renewed(c)
+	ncl := newCall(a.cl.ctx, nls)
+	ncl.leaveTurn, ncl.retry = a.cl.leaveTurn, a.cl.retry
+	nw := newWaiter(nls, w.mode, c.clock.Now(), c.waker.id)
+	nw.priority = w.priority
+	// Its next attempt comes after the policy's first delay, as a head's
+	// does: the other waiters of the split start over too, and their
+	// jittered attempts reach the nodes one after the other.
+	nw.headAttempts = 1
+	a.cl, a.w, a.first = ncl, nw, c.clock.Now()
 }
 
 // untilClosed returns ctx, ended also when Close begins, and the func that

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,24 +55,25 @@ func acquireScriptCases() []acquireScriptCase {
 	}
 }
 
-// runAcquireScript runs the acquire script as tc says, fenced, for the
-// call "T1" with the queue entry "T1:c".
+// runAcquireScript runs the acquire script of tc's form as tc says,
+// fenced, for the call "T1" with the queue entry "T1:c"; the counter and
+// the queue are the lock key's (fenceKey, q, qt: what the script derives).
 func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquireScriptCase, key, fenceKey, q, qt string) (string, error) {
+	if fenceKey != key+":fence" || q != key+":q" || qt != key+":qt" {
+		return "", fmt.Errorf("keys %q, %q, %q are not the ones lock key %q derives", fenceKey, q, qt, key)
+	}
 	v := tc.value
 	if v == "" {
 		v = "T1.2"
 	}
-	keys := []string{key, fenceKey, q, qt}
-	argv := []any{v, "60000", "1", tc.mode, "T1:c", "100", "60000"}
-	switch {
-	case tc.hash:
-		argv = append(argv, "meta")
-	case tc.mode == queueBarge:
-		keys, argv = keys[:2], argv[:3]
-	case tc.mode == queueTry:
-		argv = argv[:4]
+	argv := []any{v, "60000", "1", tc.mode}
+	if tc.mode == queueWait {
+		argv = append(argv, "T1:c", "100", "60000")
 	}
-	return acquireScript.Run(ctx, rdb, keys, argv...).Text()
+	if tc.hash {
+		return holdAcquireScript.Run(ctx, rdb, []string{key}, append(argv, "meta")...).Text()
+	}
+	return acquirePlainScript.Run(ctx, rdb, []string{key}, argv...).Text()
 }
 
 // A counter INCR would refuse, or take below 1, fails the acquire script
@@ -122,7 +124,7 @@ func TestAcquireScriptBadCounterTouchesNothing(t *testing.T) {
 	rdb.Del(ctx, all...)
 }
 
-// The acquire script's reply, one string, on each path, read by parseGrant:
+// The acquire script's reply, one string, on each path, read by parseTake:
 // granted with the incremented fence, refused with the holder's TTL, or
 // with no TTL and the caller's rank when it queues behind a waiter.
 func TestAcquireScriptReplies(t *testing.T) {
@@ -141,9 +143,9 @@ func TestAcquireScriptReplies(t *testing.T) {
 			t.Errorf("%s: acquire = %v", tc.what, err)
 			continue
 		}
-		g, err := parseGrant(s)
+		g, err := parseTake(s)
 		if err != nil {
-			t.Errorf("%s: parseGrant(%q) = %v", tc.what, s, err)
+			t.Errorf("%s: parseTake(%q) = %v", tc.what, s, err)
 			continue
 		}
 		switch tc.what {

@@ -12,28 +12,30 @@ import (
 	"github.com/redlock-go/redlock/internal/transport"
 )
 
-// grant is one node's answer to the acquire script.
-type grant struct {
+// take is one node's answer to an attempt (the acquire script): taken
+// (ok), or refused. "Grant" is the release's hand-off of a free key to a
+// waiter (grant.go, handon.lua), never this.
+type take struct {
 	ok    bool
 	fence uint64 // the counter after the increment, when ok and fenced
 	pttl  int64  // the holder's remaining TTL in ms, when not ok
 	rank  int64  // when not ok: the caller's rank in the queue (0: the head), -1 when not queued
 }
 
-// parseGrant reads the acquire script's reply: "1:<fence>", or
+// parseTake reads the acquire script's reply: "1:<fence>", or
 // "0:<pttl>", the latter followed by ":<rank>", the caller's rank in the
 // queue, when it queues.
-func parseGrant(s string) (grant, error) {
+func parseTake(s string) (take, error) {
 	status, rest, ok := strings.Cut(s, ":")
 	switch {
 	case ok && status == "1":
 		f, err := strconv.ParseUint(rest, 10, 64)
 		if err != nil {
-			return grant{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", rest)
+			return take{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", rest)
 		}
-		return grant{ok: true, fence: f}, nil
+		return take{ok: true, fence: f}, nil
 	case ok && status == "0":
-		g := grant{rank: -1}
+		g := take{rank: -1}
 		pttl, rank, queued := strings.Cut(rest, ":")
 		var err error
 		if g.pttl, err = strconv.ParseInt(pttl, 10, 64); err == nil && queued {
@@ -43,22 +45,22 @@ func parseGrant(s string) (grant, error) {
 			return g, nil
 		}
 	}
-	return grant{}, fmt.Errorf("unexpected reply %q from the acquire script", s)
+	return take{}, fmt.Errorf("unexpected reply %q from the acquire script", s)
 }
 
-// grantReply reads a node's reply to the acquire script. The reply is one
+// takeReply reads a node's reply to the acquire script. The reply is one
 // string, not a table, so that reading it takes no allocation but the
 // string's.
-func grantReply(cmd *redis.Cmd) (grant, error) {
+func takeReply(cmd *redis.Cmd) (take, error) {
 	s, err := cmd.Text()
 	if err != nil {
-		return grant{}, err
+		return take{}, err
 	}
-	return parseGrant(s)
+	return parseTake(s)
 }
 
-// granted accepts a node that granted the lock.
-func granted(g grant, err error) bool { return err == nil && g.ok }
+// taken accepts a node that took the key for the attempt.
+func taken(g take, err error) bool { return err == nil && g.ok }
 
 // try makes attempt number attempt of the call cl, in its place w in the
 // waiting order.
@@ -67,9 +69,9 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	start := c.clock.Now()
 	value := ls.value(attempt)
 	cl.begin(attempt)
-	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(ctx, c, &transport.Spec[grant]{
-		Need: c.quorum, PerNode: ls.timeout, Parse: grantReply, Accept: granted,
-		Late: func(rp transport.Reply[grant]) {
+	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(ctx, c, &transport.Spec[take]{
+		Need: c.quorum, PerNode: ls.timeout, Parse: takeReply, Accept: taken,
+		Late: func(rp transport.Reply[take]) {
 			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) {
 				c.cleanup(ctx, ls, value, []int{rp.Node})
 				if rp.Err == nil && !w.done.Load() {
@@ -89,7 +91,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
-		if ls.fenceArg == "1" {
+		if ls.fenced {
 			var buf [8]uint64
 			fences := buf[:0]
 			for i, rp := range r.Replies {
@@ -121,7 +123,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 
 	qerr := &QuorumError{Op: op, Name: ls.name, Quorum: c.quorum, Agreed: agreed, Validity: v, Nodes: nodes, sentinel: ErrNotAcquired}
 	if qerr.Nodes == nil { // not a failed write-back, which named its own nodes
-		qerr.Nodes = nodeErrorsOf(c, r, ls.timeout, func(g grant) error {
+		qerr.Nodes = nodeErrorsOf(c, r, ls.timeout, func(g take) error {
 			if g.ok {
 				return nil
 			}

@@ -139,7 +139,7 @@ func handover(t *testing.T, row string, unconditional bool) *handoverRun {
 		answers = map[int]error{} // protected by mu
 	)
 	ropts := e.opts
-	ropts.Observe = func(_ context.Context, ev redlock.Event) {
+	ropts.OnEvent = func(_ context.Context, ev redlock.Event) {
 		if ev.Kind == redlock.EventNode && ev.Op == redlock.EventAcquire {
 			mu.Lock()
 			answers[ev.Node] = ev.Err

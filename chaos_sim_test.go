@@ -62,7 +62,7 @@ func (e *chaosEnv) clientOver(name string, opts *redlock.Options, wrap func(redi
 	if opts != nil {
 		o = *opts
 	}
-	o.Observe = recordShares(rc, o.Observe)
+	o.OnEvent = recordShares(rc, o.OnEvent)
 	var lc *redlock.Client
 	if wrap == nil {
 		lc, err = redlock.New(n.Clients(), &o)

@@ -116,9 +116,9 @@ func strayAcquire(t *testing.T, form strayForm, anyAttempt bool) (*chaosEnv, *hi
 	for _, s := range []*sim{r, c1, c2} {
 		s.warmUp(name)
 	}
-	// A held EVALSHA that finds no script does nothing: load the cleanups.
+	// A held EVALSHA that finds no script does nothing: load them all.
 	for i := 0; i < e.cl.Len(); i++ {
-		for _, src := range []string{redlock.CleanupSource, redlock.HoldReleaseSource} {
+		for _, src := range redlock.ScriptSources {
 			if err := e.cl.Client(i).ScriptLoad(within(t, 5*time.Second), src).Err(); err != nil {
 				t.Fatalf("SCRIPT LOAD on node %d: %v", i, err)
 			}
@@ -228,28 +228,23 @@ func holdAttemptOne(args []any) time.Duration {
 		return 0
 	}
 	argv := args[3+n:]
-	switch args[1] {
-	case acquireHash:
+	sha := fmt.Sprint(args[1])
+	switch {
+	case slices.Contains(redlock.AcquireHashes, sha):
 		if strings.HasSuffix(fmt.Sprint(argv[0]), ".1") {
 			return 1300 * time.Millisecond
 		}
-	case cleanupHash:
+	case slices.Contains(redlock.CleanupHashes, sha):
 		if strings.HasSuffix(fmt.Sprint(argv[0]), ".1") {
 			return 6 * time.Second
 		}
-	case holdReleaseHash:
+	case sha == redlock.HoldReleaseHash:
 		if len(argv) > 3 && fmt.Sprint(argv[3]) == "1" {
 			return 6 * time.Second
 		}
 	}
 	return 0
 }
-
-var (
-	acquireHash     = redis.NewScript(redlock.AcquireSource).Hash()
-	cleanupHash     = redis.NewScript(redlock.CleanupSource).Hash()
-	holdReleaseHash = redis.NewScript(redlock.HoldReleaseSource).Hash()
-)
 
 // anyAttemptExtendSrc is extend.lua before issue 28: it extends a key that
 // holds any value of the call, "<token>.*" (the prefix of the value it is

@@ -313,7 +313,7 @@ func (h *holdAnswers) DialHook(next redis.DialHook) redis.DialHook { return next
 func (h *holdAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == acquireScript.Hash() {
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == acquirePlainScript.Hash() {
 			select {
 			case h.holding <- struct{}{}:
 			default: // nobody counts them any more

@@ -18,7 +18,7 @@ func TestAnnounceMatchesTheWonValue(t *testing.T) {
 	rdb := nodes(t, 1)[0]
 	ctx := t.Context()
 	c := newTestClient(t, []redis.UniversalClient{rdb}, nil)
-	ls := c.newLease("announce-won", 10*time.Second, leaseSpec{fenced: true, meta: "me"})
+	ls := c.newLease("announce-won", 10*time.Second, leaseSpec{form: formMeta, fenced: true, meta: "me"})
 	k, won := ls.keys, ls.counted(2)
 	for _, tc := range []struct {
 		key  string // the lock key's value; "" none; "hash" a hash

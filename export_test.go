@@ -26,18 +26,27 @@ func (s *logSink) Nodes(msg string) []int {
 	return out
 }
 
-// CleanupSource is the cleanup script's source as the Client loads it (the
-// handOn fragment, then cleanup.lua).
-var CleanupSource = luaSource("handon.lua", "cleanup.lua")
+// CleanupSource is the plain lock's cleanup script's source as the Client
+// loads it.
+var CleanupSource = cleanupPlainScript.Source()
 
-// AcquireSource is the acquire script's source as the Client loads it.
-var AcquireSource = luaSource("acquire.lua")
+// AcquireHashes are the SHA1s of the acquire scripts of the plain lock, the
+// lock with metadata and the re-entrant lock; CleanupHashes those of the
+// cleanup scripts of the first two; HoldReleaseHash the re-entrant lock's
+// release and cleanup script's.
+var (
+	AcquireHashes   = []string{acquirePlainScript.Hash(), acquireMetaScript.Hash(), holdAcquireScript.Hash()}
+	CleanupHashes   = []string{cleanupPlainScript.Hash(), cleanupMetaScript.Hash()}
+	HoldReleaseHash = holdReleaseScript.Hash()
+)
 
-// HoldReleaseSource is the re-entrant form's release and cleanup script
-// as the Client loads it.
-var HoldReleaseSource = luaSource("handon.lua", "hold_release.lua")
+// ScriptSources are the sources of every script a lock's attempt or its
+// cleanup may run, for a test that holds them on their way: a held EVALSHA
+// that finds no script does nothing, so the test loads them first.
+var ScriptSources = []string{acquirePlainScript.Source(), acquireMetaScript.Source(), holdAcquireScript.Source(),
+	cleanupPlainScript.Source(), cleanupMetaScript.Source(), holdReleaseScript.Source()}
 
-// ExtendSource is the extend script's source as the Client loads it, for
-// the chaos suite's control d, which runs the script's earlier,
-// unconditional form in its place.
-var ExtendSource = luaSource("extend.lua")
+// ExtendSource is the plain lock's extend script's source as the Client
+// loads it, for the chaos suite's controls d and f, which run earlier forms
+// of the script in its place.
+var ExtendSource = extendPlainScript.Source()

@@ -76,7 +76,7 @@ func (f *fakeNode) expireLocked(key string) {
 func (f *fakeNode) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	f.mu.Lock()
 	delay, hang, err, errAfter := f.delay, f.hang, f.err, f.errAfter
-	if sha == cleanupScript.Hash() {
+	if sha == cleanupPlainScript.Hash() || sha == cleanupMetaScript.Hash() {
 		delay += f.slowCleanup
 	}
 	f.mu.Unlock()
@@ -105,9 +105,9 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 	}
 	str := func(i int) string { return args[i].(string) }
 	switch sha {
-	case acquireScript.Hash():
+	case acquirePlainScript.Hash(), acquireMetaScript.Hash(): // (the fake keeps no metadata)
 		f.calls["acquire"]++
-		key, fkey, value := keys[0], keys[1], str(0)
+		key, fkey, value := keys[0], keys[0]+":fence", str(0)
 		ms, _ := strconv.Atoi(str(1))
 		if !f.takes(key, value) {
 			return redis.NewCmdResult(fmt.Sprintf("0:%d", time.Until(f.expiry[key]).Milliseconds()), nil)
@@ -124,7 +124,7 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 		n++
 		f.kv[fkey] = strconv.FormatUint(n, 10)
 		return redis.NewCmdResult("1:"+f.kv[fkey], nil)
-	case extendScript.Hash():
+	case extendPlainScript.Hash(), extendMetaScript.Hash():
 		f.calls["extend"]++
 		ms, _ := strconv.Atoi(str(1))
 		// The won value, or the call's grant (extend.lua).
@@ -136,9 +136,9 @@ func (f *fakeNode) run(sha string, keys []string, args []any) *redis.Cmd {
 			f.expiry[keys[0]] = e // the expiry only moves later (extend.lua)
 		}
 		return redis.NewCmdResult(int64(1), nil)
-	case releaseScript.Hash(), cleanupScript.Hash():
+	case releasePlainScript.Hash(), cleanupPlainScript.Hash(), releaseMetaScript.Hash(), cleanupMetaScript.Hash():
 		op, match := "release", func(cur string) bool { return strings.HasPrefix(cur, str(0)) }
-		if sha == cleanupScript.Hash() {
+		if sha == cleanupPlainScript.Hash() || sha == cleanupMetaScript.Hash() {
 			op, match = "cleanup", func(cur string) bool { return cur == str(0) }
 		}
 		f.calls[op]++

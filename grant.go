@@ -34,7 +34,7 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, fences []uint64, first
 	}
 	v := validity(ls.ttl, elapsed, c.opts.DriftFactor)
 	var fence uint64
-	if ls.fenceArg == "1" {
+	if ls.fenced {
 		var failed *transport.Round[int64]
 		if fence, v, failed = c.settleFence(ctx, ls, fences, first); failed != nil {
 			return nil
@@ -46,32 +46,4 @@ func (c *Client) takeGrant(ctx context.Context, cl *call, fences []uint64, first
 	}
 	cl.winGrant()
 	return newLock(c, cl, ls.counted(0), fence, until)
-}
-
-// split ends the call as if it gave up, and makes a new call take its place
-// in the waiting order (the same priority) and its local turn. It is for a
-// call whose attempt failed while releases had granted it the key on some
-// nodes: the nodes granted the key to different waiters (a waiter's entry
-// reached a node after a release there had picked the next head), and
-// every grant stays while its call waits, since the call may count it from
-// its notice; no waiter reaches a quorum, and none would give way. Leaving
-// the queue takes the call's grants away (queue_leave.lua) and hands the key
-// on; its late notices no longer name a waiting call. The new call starts
-// afresh: its validity counts from its own first attempt.
-func (a *acquisition) split(ctx context.Context) {
-	c, ls, w := a.c, a.cl.ls, a.w
-	w.gaveUp.Store(true) // before done: see lateQueued
-	w.done.Store(true)
-	c.leaveQueue(ctx, ls, w)
-	nls := c.newLease(ls.name, ls.ttl, leaseSpec{fenced: ls.fenceArg == "1", reentrant: ls.hold != "", meta: ls.meta,
-		keys: &ls.keys, permit: ls.permit})
-	ncl := newCall(a.cl.ctx, nls)
-	ncl.leaveTurn, ncl.retry = a.cl.leaveTurn, a.cl.retry
-	nw := newWaiter(nls, w.mode, c.clock.Now(), c.waker.id)
-	nw.priority = w.priority
-	// Its next attempt comes after the policy's first delay, as a head's
-	// does: the other waiters of the split start over too, and their
-	// jittered attempts reach the nodes one after the other.
-	nw.headAttempts = 1
-	a.cl, a.w, a.first = ncl, nw, c.clock.Now()
 }

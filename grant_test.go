@@ -281,7 +281,7 @@ func TestGrantKeptByTheCallsAttempts(t *testing.T) {
 	if err := n.Set(ctx, key, "keeptoken.0", time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	g, err := grantReply(acquireScript.Run(ctx, n, []string{key, fenceKey}, "keeptoken.3", "10000", "1"))
+	g, err := takeReply(acquirePlainScript.Run(ctx, n, []string{key}, "keeptoken.3", "10000", "1", queueBarge))
 	if err != nil || !g.ok {
 		t.Fatalf("the attempt on its call's grant: %+v, %v; want it granted", g, err)
 	}
@@ -291,17 +291,17 @@ func TestGrantKeptByTheCallsAttempts(t *testing.T) {
 	if pttl := n.PTTL(ctx, key).Val(); pttl < 9*time.Second {
 		t.Fatalf("PTTL %v after the attempt, want it refreshed to the 10s TTL", pttl)
 	}
-	if got, err := cleanupScript.Run(ctx, n, []string{key}, "keeptoken.3").Int64(); err != nil || got != 0 {
+	if got, err := cleanupPlainScript.Run(ctx, n, []string{key}, "keeptoken.3", "ch").Int64(); err != nil || got != 0 {
 		t.Fatalf("the attempt's cleanup: %v, %v; want nothing deleted", got, err)
 	}
 	if got := n.Get(ctx, key).Val(); got != "keeptoken.0" {
 		t.Fatalf("the key holds %q after the attempt's cleanup, want the grant kept", got)
 	}
 	// Another call's attempt is refused.
-	if g, err := grantReply(acquireScript.Run(ctx, n, []string{key, fenceKey}, "other.1", "10000", "1")); err != nil || g.ok {
+	if g, err := takeReply(acquirePlainScript.Run(ctx, n, []string{key}, "other.1", "10000", "1", queueBarge)); err != nil || g.ok {
 		t.Fatalf("another call's attempt on the grant: %+v, %v; want it refused", g, err)
 	}
-	if got, err := releaseScript.Run(ctx, n, []string{key}, "keeptoken.", "ch").Int64(); err != nil || got != 1 {
+	if got, err := releasePlainScript.Run(ctx, n, []string{key}, "keeptoken.", "ch").Int64(); err != nil || got != 1 {
 		t.Fatalf("the call's release: %v, %v; want the grant deleted", got, err)
 	}
 	n.Del(ctx, fenceKey)
@@ -332,7 +332,7 @@ func TestGrantLeftByAGivingUpCall(t *testing.T) {
 			if gaveUp {
 				flag = "1"
 			}
-			if got, err := queueLeaveScript.Run(ctx, n, []string{key, q, qt}, mine, channel, flag).Int64(); err != nil || got != 1 {
+			if got, err := queueLeaveScript.Run(ctx, n, []string{key}, mine, channel, flag).Int64(); err != nil || got != 1 {
 				t.Fatalf("leave: %v, %v; want the entry removed", got, err)
 			}
 			v := n.Get(ctx, key).Val()
@@ -507,7 +507,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 	// On each node, in one transaction (no poll of a waiter between): the
 	// entry out, then the holder's release, the release script as its
 	// Release runs it.
-	_, fenceKey := holder.Keys(name)
+	// (the release derives the queue and the counter from the key)
 	for i, n := range ns[:4] {
 		gone := entries[0] // nodes 2 and 3 grant the second waiter
 		if i < 2 {
@@ -516,7 +516,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 		if _, err := n.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZRem(ctx, q, gone)
 			p.ZRem(ctx, qt, gone)
-			p.Eval(ctx, luaSource("handon.lua", "release.lua"), []string{key, q, qt, fenceKey}, h.ls.prefix, h.ls.keys.channel)
+			p.Eval(ctx, luaSource("meta_none.lua", "release.lua", "handon.lua", "release_queued.lua"), []string{key}, h.ls.prefix, h.ls.keys.channel)
 			return nil
 		}); err != nil {
 			t.Fatalf("node %d: %v", i, err)

@@ -20,11 +20,11 @@ import (
 // release the lock, so pass it as you would a password. String leaves the
 // token out. The zero Handle is invalid.
 type Handle struct {
-	name      string
-	token     string
-	attempt   int // the winning attempt of a plain lock (0: the releases' grants); 0 for a re-entrant one
-	fence     uint64
-	reentrant bool
+	name    string
+	token   string
+	attempt int // the winning attempt of a plain lock (0: the releases' grants); 0 for a re-entrant one
+	fence   uint64
+	kind    byte // the lock's form: 'p' plain, 'm' with metadata, 'r' re-entrant (form.handleKind)
 }
 
 // handleVersion starts every handle's text form. Version 1 had no attempt:
@@ -34,8 +34,8 @@ const handleVersion = "rlh2"
 
 // Handle returns the lock's handle, for [Client.Resume] in another process.
 func (l *Lock) Handle() Handle {
-	h := Handle{name: l.ls.name, token: l.ls.token, fence: l.fence, reentrant: l.ls.hold != ""}
-	if !h.reentrant && len(l.won) > len(l.ls.prefix) {
+	h := Handle{name: l.ls.name, token: l.ls.token, fence: l.fence, kind: l.ls.form.handleKind()}
+	if h.kind != 'r' && len(l.won) > len(l.ls.prefix) {
 		h.attempt, _ = strconv.Atoi(l.won[len(l.ls.prefix):]) // what counted made of it
 	}
 	return h
@@ -50,23 +50,21 @@ func (h Handle) Fence() uint64 { return h.fence }
 // Reentrant reports whether the handle's lock is re-entrant: then
 // [Client.Resume] adds a hold of its own, else it shares the lock's one
 // lease.
-func (h Handle) Reentrant() bool { return h.reentrant }
+func (h Handle) Reentrant() bool { return h.kind == 'r' }
 
 // String describes the handle without its token.
 func (h Handle) String() string {
-	return fmt.Sprintf("redlock.Handle{name %q, fence %d, reentrant %v}", h.name, h.fence, h.reentrant)
+	return fmt.Sprintf("redlock.Handle{name %q, fence %d, reentrant %v}", h.name, h.fence, h.Reentrant())
 }
 
 // MarshalText returns the handle as one line of URL-safe text:
-// "rlh2.<r|p>.<fence>.<token>.<attempt>.<name in base64>".
+// "rlh2.<p|m|r>.<fence>.<token>.<attempt>.<name in base64>", the kind
+// being the lock's form: plain, with metadata, re-entrant.
 func (h Handle) MarshalText() ([]byte, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
-	kind := "p"
-	if h.reentrant {
-		kind = "r"
-	}
+	kind := string(h.kind)
 	return []byte(strings.Join([]string{handleVersion, kind, strconv.FormatUint(h.fence, 10), h.token,
 		strconv.Itoa(h.attempt), base64.RawURLEncoding.EncodeToString([]byte(h.name))}, ".")), nil
 }
@@ -101,7 +99,7 @@ func ParseHandle(s string) (Handle, error) {
 	if len(f) != 6 || f[0] != handleVersion {
 		return bad("want 6 dot-separated parts starting " + handleVersion)
 	}
-	if f[1] != "r" && f[1] != "p" {
+	if f[1] != "r" && f[1] != "p" && f[1] != "m" {
 		return bad("kind " + strconv.Quote(f[1]))
 	}
 	fence, err := strconv.ParseUint(f[2], 10, 64)
@@ -116,7 +114,7 @@ func ParseHandle(s string) (Handle, error) {
 	if err != nil {
 		return bad("name is not base64")
 	}
-	h := Handle{name: string(name), token: f[3], attempt: attempt, fence: fence, reentrant: f[1] == "r"}
+	h := Handle{name: string(name), token: f[3], attempt: attempt, fence: fence, kind: f[1][0]}
 	if err := h.check(); err != nil {
 		return Handle{}, err
 	}
@@ -131,7 +129,7 @@ const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + 19 + 1 + (
 // makes: tokenLen characters of unpadded URL-safe base64, nothing else a
 // node would be sent.
 func (h Handle) check() error {
-	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" {
+	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" || h.kind != 'p' && h.kind != 'm' && h.kind != 'r' {
 		return invalidf("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
 	}
 	return checkName(h.name)

@@ -8,9 +8,10 @@ import (
 
 func TestHandleText(t *testing.T) {
 	for _, h := range []Handle{
-		{name: "orders:42/é", token: newToken(), fence: 1<<63 + 5, reentrant: true},
-		{name: "orders:42", token: newToken(), attempt: 17, fence: 3},
-		{name: "orders:42", token: newToken(), attempt: 0, fence: 3}, // won through the releases' grants
+		{name: "orders:42/é", token: newToken(), fence: 1<<63 + 5, kind: 'r'},
+		{name: "orders:42", token: newToken(), attempt: 17, fence: 3, kind: 'p'},
+		{name: "orders:42", token: newToken(), attempt: 0, fence: 3, kind: 'p'}, // won through the releases' grants
+		{name: "orders:42", token: newToken(), attempt: 2, fence: 3, kind: 'm'}, // with metadata
 	} {
 		b, err := json.Marshal(struct{ H Handle }{h})
 		if err != nil {
@@ -21,7 +22,7 @@ func TestHandleText(t *testing.T) {
 			t.Fatalf("round trip through JSON %s = %+v, %v; want %+v", b, back.H, err, h)
 		}
 	}
-	h := Handle{name: "orders:42/é", token: newToken(), fence: 1<<63 + 5, reentrant: true}
+	h := Handle{name: "orders:42/é", token: newToken(), fence: 1<<63 + 5, kind: 'r'}
 	if s := h.String(); strings.Contains(s, h.token) || !strings.Contains(s, "orders:42") {
 		t.Errorf("String() = %q; want the name without the token", s)
 	}

@@ -38,9 +38,7 @@ type Lock struct {
 // newLock returns the lock that call cl won, with fence, valid until until,
 // counting won on the nodes (lease.counted).
 func newLock(c *Client, cl *call, won string, fence uint64, until time.Time) *Lock {
-	if p := cl.ls.permit; p != nil {
-		fence = p.fenceOf(fence)
-	}
+	fence = cl.ls.form.fence(cl.ls, fence)
 	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
 		contexts: map[int]context.CancelCauseFunc{}}
 	l.mu.Lock()

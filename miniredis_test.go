@@ -185,7 +185,7 @@ func TestMiniredisRunsTheScripts(t *testing.T) {
 			clients[i] = cl
 		}
 		waiting := make(chan struct{}, 8)
-		waiterC, err := redlock.New(clients, &redlock.Options{NodeTimeout: time.Second, Observe: func(_ context.Context, e redlock.Event) {
+		waiterC, err := redlock.New(clients, &redlock.Options{NodeTimeout: time.Second, OnEvent: func(_ context.Context, e redlock.Event) {
 			if e.Kind == redlock.EventWait && e.Waiting {
 				waiting <- struct{}{} // its failed attempt queued it
 			}

@@ -55,7 +55,7 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 				what := fmt.Sprintf("%s: acquire %v", name, v)
 				setup(t, start)
 				n, ok, fence := nodeAcquireKeep(start, 5, 3, v)
-				g, err := grantReply(acquireScript.Run(ctx, rdb, []string{key, ctrKey}, valueOf(v), "60000", "1"))
+				g, err := takeReply(acquirePlainScript.Run(ctx, rdb, []string{key}, valueOf(v), "60000", "1", queueBarge))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -84,7 +84,7 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 			if granted {
 				n, f = nodeGrant(n, 5, 3, 2)
 			}
-			res, err := releaseScript.Run(ctx, rdb, []string{key, q, qt, ctrKey}, token(1)+".", channel).Int64()
+			res, err := releasePlainScript.Run(ctx, rdb, []string{key}, token(1)+".", channel).Int64()
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
@@ -104,7 +104,7 @@ func TestModelGrantStepsMatchScripts(t *testing.T) {
 			if ok {
 				n, f = nodeGrant(n, 5, 3, 2)
 			}
-			res, err = cleanupScript.Run(ctx, rdb, []string{key, q, qt, ctrKey}, valueOf(mval{1, 1}), channel).Int64()
+			res, err = cleanupPlainScript.Run(ctx, rdb, []string{key}, valueOf(mval{1, 1}), channel).Int64()
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}

@@ -43,11 +43,11 @@ func TestModelSemaphoreStepsMatchScripts(t *testing.T) {
 				sn.setup(t, start)
 				rdb.Del(ctx, sk.limit, sk.gate.lock)
 				n, ok, fence := nodeAcquire(start, 5, 3, v)
-				res, err := permitAcquireScript.Run(ctx, rdb, []string{key, ctrKey, sk.gate.lock, sk.limit}, modelValue(v), "60000", "1", "2", "0").Result()
+				res, err := slotAcquireScript.Run(ctx, rdb, []string{key}, modelValue(v), "60000", "1", queueBarge, "2", "0").Result()
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
-				g, err := parseGrant(res.(string))
+				g, err := parseTake(res.(string))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -66,7 +66,7 @@ func TestModelSemaphoreStepsMatchScripts(t *testing.T) {
 				rdb.Set(ctx, sk.limit, "2", 0).Val()
 				rdb.PExpire(ctx, sk.limit, 50)
 				n, ok := nodeExtend(start, 5, 3, won)
-				res, err := permitExtendScript.Run(ctx, rdb, []string{key, sk.limit}, modelValue(won), "60000", "2").Result()
+				res, err := slotExtendScript.Run(ctx, rdb, []string{key}, modelValue(won), "60000", "2").Result()
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

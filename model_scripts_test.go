@@ -46,11 +46,11 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				what := fmt.Sprintf("%s: acquire %v", name, v)
 				setup(t, start)
 				n, ok, fence := nodeAcquire(start, 5, 3, v)
-				res, err := run(acquireScript, []string{key, ctrKey}, valueOf(v), "60000", "1")
+				res, err := run(acquirePlainScript, []string{key}, valueOf(v), "60000", "1", queueBarge)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
-				g, err := parseGrant(res.(string))
+				g, err := parseTake(res.(string))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -66,7 +66,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				what := fmt.Sprintf("%s: extend of a lease won with %v", name, won)
 				setup(t, start)
 				n, ok := nodeExtend(start, 5, 3, won)
-				res, err := run(extendScript, []string{key}, valueOf(won), "60000")
+				res, err := run(extendPlainScript, []string{key}, valueOf(won), "60000")
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -77,7 +77,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				what := fmt.Sprintf("%s: release by call %d", name, tok)
 				setup(t, start)
 				n, ok := nodeRelease(start, tok)
-				res, err := run(releaseScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
+				res, err := run(releasePlainScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -88,7 +88,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 				what := fmt.Sprintf("%s: cleanup %v", name, v)
 				setup(t, start)
 				n, ok := nodeCleanup(start, v)
-				res, err := run(cleanupScript, []string{key}, valueOf(v))
+				res, err := run(cleanupPlainScript, []string{key}, valueOf(v), "ch")
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -212,7 +212,7 @@ func TestModelExpiryMatchesScripts(t *testing.T) {
 	ttlArg := strconv.Itoa(int(ttl * unit / time.Millisecond))
 	acquire := func(v mval) func() (bool, error) {
 		return func() (bool, error) {
-			g, err := grantReply(acquireScript.Run(ctx, rdb, []string{key, ctrKey}, modelValue(v), ttlArg, "1"))
+			g, err := takeReply(acquirePlainScript.Run(ctx, rdb, []string{key}, modelValue(v), ttlArg, "1", queueBarge))
 			return g.ok, err
 		}
 	}
@@ -223,7 +223,7 @@ func TestModelExpiryMatchesScripts(t *testing.T) {
 		script func() (bool, error)
 	}{
 		{"extend by call 1", mval{1, 1}, func(n mnode) (mnode, bool) { return nodeExtend(n, now, ttl, mval{1, 1}) }, func() (bool, error) {
-			r, err := extendScript.Run(ctx, rdb, []string{key}, modelValue(mval{1, 1}), ttlArg).Int64()
+			r, err := extendPlainScript.Run(ctx, rdb, []string{key}, modelValue(mval{1, 1}), ttlArg).Int64()
 			return r == 1, err
 		}},
 		{"acquire, the same value", mval{1, 2}, func(n mnode) (mnode, bool) {

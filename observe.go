@@ -65,7 +65,7 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is one thing a lock did, reported to [Options].Observe: enough to
+// Event is one thing a lock did, reported to [Options].OnEvent: enough to
 // record a history of who held which lock when, with which fence, and to
 // count attempts, extends and losses.
 type Event struct {
@@ -94,18 +94,17 @@ type Event struct {
 // observe reports e, caused by a call with context ctx, if the client has
 // an observer.
 func (c *Client) observe(ctx context.Context, e Event) {
-	if c.opts.Observe != nil {
-		c.opts.Observe(ctx, e)
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(ctx, e)
 	}
 }
 
-// observeOf reports e, an event of lease ls, unless ls's events are not
-// the observer's (see lease.hidden, lease.callReports).
+// observeOf reports e, an event of lease ls, unless its form keeps such
+// events from the observer (form.reported).
 func (c *Client) observeOf(ctx context.Context, ls *lease, e Event) {
-	if ls.hidden || ls.callReports && (e.Kind == EventAcquire || e.Kind == EventWait) {
-		return
+	if ls.form.reported(e.Kind) {
+		c.observe(ctx, e)
 	}
-	c.observe(ctx, e)
 }
 
 // roundObserver reports each node's answer to one round as an EventNode.
@@ -121,7 +120,7 @@ type roundObserver struct {
 // starting now, sent by a call with context ctx, or nil if nothing
 // observes.
 func (c *Client) newRoundObserver(ctx context.Context, op EventKind, name string) *roundObserver {
-	if c.opts.Observe == nil || op == 0 {
+	if c.opts.OnEvent == nil || op == 0 {
 		return nil
 	}
 	return &roundObserver{c: c, ctx: ctx, ev: Event{Kind: EventNode, Op: op, Name: name, Start: c.clock.Now()}}
@@ -131,5 +130,5 @@ func (c *Client) newRoundObserver(ctx context.Context, op EventKind, name string
 func (o *roundObserver) answered(i int, err error) {
 	e := o.ev
 	e.Node, e.Addr, e.End, e.Err = i, o.c.nodes[i].addr, o.c.clock.Now(), err
-	o.c.opts.Observe(o.ctx, e)
+	o.c.opts.OnEvent(o.ctx, e)
 }

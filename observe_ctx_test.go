@@ -51,7 +51,7 @@ func from(ctx context.Context, v string) context.Context { return context.WithVa
 // Acquire's values, without its cancellation.
 func TestObserveGetsCallersContext(t *testing.T) {
 	var rec ctxEvents
-	c := newTestClient(t, nodes(t, 3), &Options{NodeTimeout: time.Second, Observe: rec.observe})
+	c := newTestClient(t, nodes(t, 3), &Options{NodeTimeout: time.Second, OnEvent: rec.observe})
 
 	actx, cancel := context.WithCancel(from(t.Context(), "acquire"))
 	l, err := c.Acquire(actx, "observe-ctx", 600*time.Millisecond, &AcquireOptions{AutoExtend: true})
@@ -114,7 +114,7 @@ func TestObserveGetsCallersContext(t *testing.T) {
 // wins at once reports none. Starts minus stops is the number waiting.
 func TestObserveWait(t *testing.T) {
 	var rec ctxEvents
-	c := newTestClient(t, nodes(t, 3), &Options{NodeTimeout: time.Second, Observe: rec.observe})
+	c := newTestClient(t, nodes(t, 3), &Options{NodeTimeout: time.Second, OnEvent: rec.observe})
 	other := newTestClient(t, nodes(t, 3), nil)
 	name := "observe-wait"
 	waits := func() []seen { return rec.find(func(s seen) bool { return s.Kind == EventWait }) }

@@ -18,7 +18,7 @@ func TestObserveReportsNodeAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		events := map[EventKind][]Event{} // by Op
-		c, fakes := newFakeClient(t, 5, &Options{Observe: func(_ context.Context, e Event) {
+		c, fakes := newFakeClient(t, 5, &Options{OnEvent: func(_ context.Context, e Event) {
 			if e.Kind != EventNode {
 				return
 			}
@@ -85,7 +85,7 @@ func TestNoObserverNoRoundObserver(t *testing.T) {
 		if o := c.newRoundObserver(t.Context(), EventAcquire, "x"); o != nil {
 			t.Errorf("newRoundObserver without Observe = %v; want nil", o)
 		}
-		c2, _ := newFakeClient(t, 3, &Options{Observe: func(context.Context, Event) {}})
+		c2, _ := newFakeClient(t, 3, &Options{OnEvent: func(context.Context, Event) {}})
 		if o := c2.newRoundObserver(t.Context(), 0, "x"); o != nil {
 			t.Errorf("newRoundObserver of an unobserved operation = %v; want nil", o)
 		}
@@ -99,7 +99,7 @@ func TestObserveReportsLifecycle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var kinds []string
-		c, fakes := newFakeClient(t, 3, &Options{Observe: func(_ context.Context, e Event) {
+		c, fakes := newFakeClient(t, 3, &Options{OnEvent: func(_ context.Context, e Event) {
 			if e.Kind == EventNode {
 				return // each node's answers: TestObserveReportsNodeAnswers
 			}

@@ -37,25 +37,6 @@ func (s semKeys) slotKeys(i int) keys {
 	return keys{lock: lock, fence: s.fence, queue: lock + ":q", queueTimes: lock + ":qt", meta: lock + ":meta", channel: s.slots}
 }
 
-// permitAcquireRequest is attempt value's request for ls's slot.
-func (ls *lease) permitAcquireRequest(value string) *transport.Request {
-	k, p := ls.keys, ls.permit
-	if ls.meta != "" { // acquire.lua's plain form with metadata, ignoring the slot's queue
-		return transport.NewRequest(permitAcquireScript, []string{k.lock, k.fence, k.queue, k.queueTimes, k.meta, p.gate, p.limitKey},
-			value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.metaArg, p.limitArg, p.yield)
-	}
-	return transport.NewRequest(permitAcquireScript, []string{k.lock, k.fence, p.gate, p.limitKey}, value, ls.ttlArg, ls.fenceArg, p.limitArg, p.yield)
-}
-
-// permitExtendRequest extends ls's slot to ttlArg ms where it holds won
-// (extend.lua), and the limit key with it.
-func (ls *lease) permitExtendRequest(ttlArg, won string) *transport.Request {
-	if ls.meta != "" {
-		return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.keys.meta, ls.permit.limitKey}, won, ttlArg, ls.permit.limitArg)
-	}
-	return transport.NewRequest(permitExtendScript, []string{ls.keys.lock, ls.permit.limitKey}, won, ttlArg, ls.permit.limitArg)
-}
-
 // permitScanRequest reads the limit key and limit slots of s.
 func permitScanRequest(s semKeys, limit int) *transport.Request {
 	ks := make([]string, 0, limit+1)

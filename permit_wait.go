@@ -89,12 +89,15 @@ func (s *semCall) final(ctx context.Context, err error) bool {
 func (s *semCall) take(ctx context.Context, slot int, yield bool) (*Permit, error) {
 	c := s.c
 	k := s.keys.slotKeys(slot)
-	p := &permitSpec{gate: s.keys.gate.lock, limitKey: s.keys.limit, limitArg: s.limitArg, yield: "0",
-		slot: uint64(slot)}
+	p := &permitSpec{limitArg: s.limitArg, yield: "0", slot: uint64(slot)}
 	if yield {
 		p.yield = "1"
 	}
-	ls := c.newLease(s.name, s.ttl, leaseSpec{fenced: !s.o.NoFence, meta: s.o.Metadata, keys: &k, permit: p, callReports: true})
+	f := formSlot
+	if s.o.Metadata != "" {
+		f = formSlotM
+	}
+	ls := c.newLease(s.name, s.ttl, leaseSpec{form: f, fenced: !s.o.NoFence, meta: s.o.Metadata, keys: &k, permit: p})
 	s.attempts++
 	o := s.o
 	o.Retry = NoRetry()
@@ -256,7 +259,7 @@ func (s *semCall) queue(ctx context.Context) (*Permit, error) {
 	defer unwatch()
 	attempt := 0
 	for {
-		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{keys: &s.keys.gate, hidden: true})
+		gl := c.newLease(s.name+":permits", s.ttl, leaseSpec{form: formGate, keys: &s.keys.gate})
 		gate, err := c.acquireLease(ctx, gl, AcquireOptions{NoFence: true, AutoExtend: true, Retry: s.o.Retry}, c.clock.Now())
 		if err != nil {
 			return nil, err

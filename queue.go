@@ -50,11 +50,11 @@ func (w *waiter) init(ls *lease, mode string, start time.Time, client string) {
 	w.mode = mode
 	if mode == queueWait { // only a waiting call has an entry of its own
 		w.member = ls.token + ":" + client
-		if ls.hold == "" && ls.meta == "" {
+		if ls.form.grantable() {
 			// A plain lock's waiter tells the nodes its TTL and fencing,
 			// so that a release can grant it the key (release.lua). A
 			// waiter with metadata is not granted: its next attempt takes
-			// the key and writes the metadata beside it.
+			// the key and writes the metadata beside it (form.go).
 			w.grantable = true
 			w.member += ":" + ls.ttlArg + ":" + ls.fenceArg
 		}
@@ -67,7 +67,7 @@ func (w *waiter) init(ls *lease, mode string, start time.Time, client string) {
 // key (rank 0, TTL 0): it queued just then ahead of the waiter the nodes had
 // been keeping the key for (whose entry had expired and been dropped, or a
 // client with a slower clock), and its next attempt wins.
-func (w *waiter) queued(quorum int, r *transport.Round[grant]) {
+func (w *waiter) queued(quorum int, r *transport.Round[take]) {
 	behind, head := 0, 0
 	for i, rp := range r.Replies {
 		if !r.Answered[i] || rp.Err != nil || rp.Val.ok {

@@ -41,7 +41,7 @@ type Options struct {
 	// so both keys live in one slot. Default "redlock:".
 	KeyPrefix string
 
-	// Observe, if set, is called with every acquisition, wait, extend,
+	// OnEvent, if set, is called with every acquisition, wait, extend,
 	// release and loss of the client's locks (see [Event]), synchronously,
 	// in the goroutine that made it: the watchdog's for automatic extends,
 	// the deadline timer's for a loss at the deadline. It must return
@@ -57,7 +57,7 @@ type Options struct {
 	// span, are kept for the lock's life). So an observer can put its spans
 	// in the caller's trace. The context may have ended by the time a node
 	// answers; an observer must not block on it.
-	Observe func(ctx context.Context, e Event)
+	OnEvent func(ctx context.Context, e Event)
 
 	// Logger, if set, receives what no call returns, at level Warn: a
 	// node's failure to delete a released key after Release returned (a

@@ -56,7 +56,7 @@ func (l *Lock) Reenter(ctx context.Context, ttl time.Duration, opts *ResumeOptio
 	if err := checkCtx(ctx, "Reenter"); err != nil {
 		return nil, err
 	}
-	if l.ls.hold == "" {
+	if l.ls.form != formHold {
 		return nil, invalidf("redlock: Reenter %q: the lock is not re-entrant: acquire it with AcquireOptions.Reentrant", l.ls.name)
 	}
 	if err := l.Err(); err != nil {
@@ -84,11 +84,15 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	if err := c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	spec := leaseSpec{fenced: h.fence != 0, token: h.token, tag: newToken()}
-	if h.reentrant {
-		spec.hold = spec.tag
+	spec := leaseSpec{form: formPlain, fenced: h.fence != 0, token: h.token, tag: newToken()}
+	switch h.kind {
+	case 'r': // a hold of its own
+		spec.form, spec.hold = formHold, spec.tag
+	case 'm':
+		spec.form = formMeta
 	}
 	ls := c.newLease(h.name, ttl, spec)
+	hold := ls.form == formHold
 	cl := newCall(ctx, ls)
 	start := c.clock.Now()
 	cl.begin(1)
@@ -97,13 +101,13 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	// field (lease.counted).
 	won := ls.counted(h.attempt)
 	req := ls.extendRequest(ls.ttlArg, won)
-	if ls.hold != "" {
-		req = ls.addHoldRequest()
+	if hold {
+		req = holdForm{}.addHold(ls)
 	}
 	r := sendRound(ctx, c, req, observed(ctx, c, &transport.Spec[int64]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: int64Reply, Accept: isOne,
 		Late: func(rp transport.Reply[int64]) {
-			if ls.hold != "" && (rp.Err != nil || rp.Val == 1) && cl.lateAnswer(1, rp.Node) {
+			if hold && (rp.Err != nil || rp.Val == 1) && cl.lateAnswer(1, rp.Node) {
 				c.cleanup(ctx, ls, value, []int{rp.Node})
 			}
 		}}, EventAcquire, ls.name))
@@ -128,7 +132,7 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 			}
 			return notOursError{}
 		}), sentinel: ErrNotAcquired}
-	if ls.hold != "" {
+	if hold {
 		var mine []int
 		for i, rp := range r.Replies {
 			if r.Answered[i] && (rp.Err != nil || rp.Val == 1) {

@@ -13,7 +13,7 @@ func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
 	ctx := t.Context()
 	const tok = "T1x"
 	k := keysOf(DefaultKeyPrefix, "reentrant-forms")
-	key, q, qt := k.lock, k.queue, k.queueTimes
+	key := k.lock
 	setPlain := func() { rdb.Del(ctx, key); rdb.Set(ctx, key, tok+".1", time.Minute) }
 	setHash := func() {
 		rdb.Del(ctx, key)
@@ -26,13 +26,13 @@ func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
 		run   func() (int64, error)
 	}{
 		{"plain extend on a hash", setHash, func() (int64, error) {
-			return extendScript.Run(ctx, rdb, []string{key}, tok+".", "1000").Int64()
+			return extendPlainScript.Run(ctx, rdb, []string{key}, tok+".", "1000").Int64()
 		}},
 		{"plain release on a hash", setHash, func() (int64, error) {
-			return releaseScript.Run(ctx, rdb, []string{key, q, qt}, tok+".", "ch").Int64()
+			return releasePlainScript.Run(ctx, rdb, []string{key}, tok+".", "ch").Int64()
 		}},
 		{"plain cleanup on a hash", setHash, func() (int64, error) {
-			return cleanupScript.Run(ctx, rdb, []string{key}, tok+".1").Int64()
+			return cleanupPlainScript.Run(ctx, rdb, []string{key}, tok+".1", "ch").Int64()
 		}},
 		{"hold extend on a string", setPlain, func() (int64, error) {
 			return holdExtendScript.Run(ctx, rdb, []string{key}, tok, tok, "1000", "0").Int64()
@@ -41,10 +41,10 @@ func TestReentrantScriptsTreatOtherFormAsNotOurs(t *testing.T) {
 			return holdExtendScript.Run(ctx, rdb, []string{key}, tok, "other", "1000", "1").Int64()
 		}},
 		{"hold release on a string", setPlain, func() (int64, error) {
-			return holdReleaseScript.Run(ctx, rdb, []string{key, q, qt}, tok, tok, "ch", "").Int64()
+			return holdReleaseScript.Run(ctx, rdb, []string{key}, tok, tok, "ch", "").Int64()
 		}},
 		{"hold cleanup on a string", setPlain, func() (int64, error) {
-			return holdReleaseScript.Run(ctx, rdb, []string{key, q, qt}, tok, tok, "", "1").Int64()
+			return holdReleaseScript.Run(ctx, rdb, []string{key}, tok, tok, "", "1").Int64()
 		}},
 	} {
 		tc.setup()

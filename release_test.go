@@ -135,9 +135,9 @@ func TestCloseJoinsBackgroundCalls(t *testing.T) {
 		c, fakes := newWrappedClient(t, 5, &Options{NodeTimeout: timeout}, func(i int, f *fakeNode) redis.Scripter {
 			switch i {
 			case 1: // its release answers after Release returned
-				return slowScripts{f, map[string]time.Duration{releaseScript.Hash(): 200 * time.Millisecond}}
+				return slowScripts{f, map[string]time.Duration{releasePlainScript.Hash(): 200 * time.Millisecond}}
 			case 2: // its grant comes after the attempt failed: a late answer to clean up
-				return slowScripts{f, map[string]time.Duration{acquireScript.Hash(): 150 * time.Millisecond}}
+				return slowScripts{f, map[string]time.Duration{acquirePlainScript.Hash(): 150 * time.Millisecond}}
 			}
 			return nil
 		})
@@ -224,7 +224,7 @@ func TestCloseStopsWatchdogs(t *testing.T) {
 func extendInFlight(t *testing.T, opts *Options, release func(i int) time.Duration) (*Lock, []*fakeNode) {
 	t.Helper()
 	c, fakes := newWrappedClient(t, 3, opts, func(i int, f *fakeNode) redis.Scripter {
-		return slowScripts{f, map[string]time.Duration{extendScript.Hash(): time.Second, releaseScript.Hash(): release(i)}}
+		return slowScripts{f, map[string]time.Duration{extendPlainScript.Hash(): time.Second, releasePlainScript.Hash(): release(i)}}
 	})
 	const ttl = 3 * time.Second
 	l := autoLock(t, c, "x", ttl)
@@ -278,7 +278,7 @@ func TestReleaseWithCancelledContext(t *testing.T) {
 					l, fakes = extendInFlight(t, &Options{NodeTimeout: 100 * time.Millisecond}, slow)
 				} else {
 					c, fs := newWrappedClient(t, 3, &Options{NodeTimeout: 100 * time.Millisecond}, func(i int, f *fakeNode) redis.Scripter {
-						return slowScripts{f, map[string]time.Duration{releaseScript.Hash(): slow(i)}}
+						return slowScripts{f, map[string]time.Duration{releasePlainScript.Hash(): slow(i)}}
 					})
 					var err error
 					if l, err = c.Acquire(t.Context(), "x", 3*time.Second, nil); err != nil {

@@ -67,7 +67,11 @@ func TestResumeFromSecondClient(t *testing.T) {
 // forged is a lock of c on name with a token of its own, as someone who
 // knows the name but not the token would make it.
 func forged(c *Client, name string, ttl time.Duration, reent bool) *Lock {
-	ls := c.newLease(name, ttl, leaseSpec{fenced: true, reentrant: reent})
+	f := formPlain
+	if reent {
+		f = formHold
+	}
+	ls := c.newLease(name, ttl, leaseSpec{form: f, fenced: true})
 	return newLock(c, newCall(context.Background(), ls), ls.counted(1), 1, time.Now().Add(ttl))
 }
 
@@ -134,7 +138,7 @@ func TestResumeWrongTokenRejected(t *testing.T) {
 func TestReentrantEventsTellHoldsApart(t *testing.T) {
 	var mu sync.Mutex
 	holds := map[EventKind][]string{}
-	c := newTestClient(t, nodes(t, 1), &Options{NodeTimeout: time.Second, Observe: func(_ context.Context, e Event) {
+	c := newTestClient(t, nodes(t, 1), &Options{NodeTimeout: time.Second, OnEvent: func(_ context.Context, e Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		holds[e.Kind] = append(holds[e.Kind], e.Hold)

@@ -111,109 +111,59 @@ type place struct {
 }
 
 var (
-	acquireScript     = script("acquire.lua")
-	extendScript      = script("extend.lua")
-	releaseScript     = script("handon.lua", "release.lua")
-	cleanupScript     = script("handon.lua", "cleanup.lua")
+	// The string forms (form.go): each script is its form's prelude and
+	// the shared body.
+	acquirePlainScript = script("form_plain.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua")
+	acquireMetaScript  = script("form_meta.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua")
+	extendPlainScript  = script("meta_none.lua", "extend.lua")
+	extendMetaScript   = script("meta_key.lua", "extend.lua")
+	releasePlainScript = script("meta_none.lua", "release.lua", "handon.lua", "release_queued.lua")
+	releaseMetaScript  = script("meta_key.lua", "release.lua", "handon.lua", "release_queued.lua")
+	cleanupPlainScript = script("meta_none.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+	cleanupMetaScript  = script("meta_key.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+
+	// The re-entrant form (reentry.go).
+	holdAcquireScript = script("hold_acquire.lua", "counter.lua", "queue.lua", "hold_acquire_rest.lua")
 	holdExtendScript  = script("hold_extend.lua")
 	holdReleaseScript = script("handon.lua", "hold_release.lua") // its dropDead
-	queueLeaveScript  = script("queue_leave.lua")
-	fenceScript       = script("fence.lua")
-	inspectScript     = script("holder_meta.lua", "inspect.lua")
-	forceScript       = script("holder_meta.lua", "force_release.lua")
-	announceScript    = script("announce.lua")
 
-	// A semaphore's (permit.go): a slot is taken and extended by the
-	// lock's scripts, wrapped in the semaphore's checks.
-	permitAcquireScript = script("permit.lua", "acquire.lua", "permit_end.lua")
-	permitExtendScript  = script("permit_extend.lua", "extend.lua", "permit_end.lua")
-	permitScanScript    = script("permit_scan.lua")
+	// A semaphore's slot (permit.go): the string form's scripts, wrapped
+	// in the semaphore's checks.
+	slotAcquireScript     = script("permit.lua", "form_slot.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua", "permit_end.lua")
+	slotMetaAcquireScript = script("permit.lua", "form_slot_meta.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua", "permit_end.lua")
+	slotExtendScript      = script("permit_extend.lua", "meta_none.lua", "extend.lua", "permit_end.lua")
+	slotMetaExtendScript  = script("permit_extend.lua", "meta_key.lua", "extend.lua", "permit_end.lua")
+	permitScanScript      = script("permit_scan.lua")
+
+	// Every form's.
+	queueLeaveScript = script("queue_leave.lua")
+	fenceScript      = script("fence.lua")
+	inspectScript    = script("holder_meta.lua", "inspect.lua")
+	forceScript      = script("holder_meta.lua", "force_release.lua")
+	announceScript   = script("announce.lua")
 )
 
-// acquireRequest is attempt value's call of the acquire script: the value,
-// then what the call's place in the waiting order fixed for every attempt.
-// A call that does not queue barges, and sends neither the queue keys nor
-// the queue arguments, unless the re-entrant form needs them at their
-// places.
+// The requests of a lease, each its form's (form.go).
+
 func (ls *lease) acquireRequest(w place, value string) *transport.Request {
-	if ls.permit != nil {
-		return ls.permitAcquireRequest(value)
-	}
-	k := ls.keys
-	keys := []string{k.lock, k.fence, k.queue, k.queueTimes}
-	reentrant := ls.hold != ""
-	switch {
-	case ls.meta != "" && !reentrant: // the plain form with metadata: its key is KEYS[5]
-		member, priority, qttl := "", "", ""
-		if w.mode == queueWait {
-			member, priority, qttl = w.member, w.priority, queueTTLArg
-		}
-		return transport.NewRequest(acquireScript, append(keys, k.meta), value, ls.ttlArg, ls.fenceArg, w.mode, member, priority, qttl, ls.metaArg)
-	case w.mode == queueWait && reentrant:
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg, ls.metaArg)
-	case w.mode == queueWait:
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueWait, w.member, w.priority, queueTTLArg)
-	case w.mode == queueTry && reentrant: // never queues: needs no entry of its own
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry, "", "", "", ls.metaArg)
-	case w.mode == queueTry:
-		return transport.NewRequest(acquireScript, keys, value, ls.ttlArg, ls.fenceArg, queueTry)
-	case reentrant:
-		return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg, queueBarge, "", "", "", ls.metaArg)
-	}
-	return transport.NewRequest(acquireScript, keys[:2], value, ls.ttlArg, ls.fenceArg)
+	return ls.form.acquire(ls, w, value)
 }
 
-// extendRequest extends ls's lease to ttlArg ms (plain), or its hold
-// (re-entrant), on a node that holds what the lease counts there, won (see
-// counted); the node answers 1 when it did. Either way a key that lives
-// longer keeps its expiry. A plain lease with metadata extends its meta key
-// with the lock key.
 func (ls *lease) extendRequest(ttlArg, won string) *transport.Request {
-	switch {
-	case ls.permit != nil:
-		return ls.permitExtendRequest(ttlArg, won)
-	case ls.hold == "" && ls.meta != "":
-		return transport.NewRequest(extendScript, []string{ls.keys.lock, ls.keys.meta}, won, ttlArg)
-	case ls.hold == "":
-		return transport.NewRequest(extendScript, []string{ls.keys.lock}, won, ttlArg)
-	}
-	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ttlArg, "0", won)
+	return ls.form.extend(ls, ttlArg, won)
 }
 
-// addHoldRequest adds ls's hold to a re-entrant lock (Reenter, Resume).
-func (ls *lease) addHoldRequest() *transport.Request {
-	return transport.NewRequest(holdExtendScript, []string{ls.keys.lock}, ls.token, ls.hold, ls.ttlArg, "1", nestedHoldValue)
-}
+func (ls *lease) releaseRequest() *transport.Request { return ls.form.release(ls) }
 
-// releaseRequest deletes ls's key (any attempt's value of its call) or, in
-// the re-entrant form, its hold and the key with the last hold, and
-// announces the release to waiters. A plain lock's meta key goes with it
-// (in the same DEL), whichever share releases.
-func (ls *lease) releaseRequest() *transport.Request {
-	k := ls.keys
-	if ls.hold == "" {
-		return transport.NewRequest(releaseScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, ls.prefix, k.channel)
-	}
-	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, k.channel, "")
-}
-
-// cleanupRequest removes what one failed attempt wrote (value) on a node,
-// if the key still holds exactly that, and hands the freed key on to the
-// head of the waiting order.
 func (ls *lease) cleanupRequest(value string) *transport.Request {
-	k := ls.keys
-	if ls.hold == "" {
-		return transport.NewRequest(cleanupScript, []string{k.lock, k.queue, k.queueTimes, k.fence, k.meta}, value, k.channel)
-	}
-	attempt := strings.TrimPrefix(value, ls.prefix)
-	return transport.NewRequest(holdReleaseScript, []string{k.lock, k.queue, k.queueTimes}, ls.token, ls.hold, "", attempt)
+	return ls.form.cleanup(ls, value)
 }
 
 // leaveRequest takes the entry of the call at w out of the queue; with
 // gaveUp "1" a release's grant to it goes too.
 func (ls *lease) leaveRequest(w place, gaveUp string) *transport.Request {
 	k := ls.keys
-	return transport.NewRequest(queueLeaveScript, []string{k.lock, k.queue, k.queueTimes}, w.member, k.channel, gaveUp)
+	return transport.NewRequest(queueLeaveScript, []string{k.lock}, w.member, k.channel, gaveUp)
 }
 
 // fenceRequest raises ls's fence counter to at least fence.

@@ -155,7 +155,7 @@ func TestScriptsNeverShortenAPlainKey(t *testing.T) {
 		want any
 	}{
 		{"extend", "T1.1", func(key, _, _, _ string) (any, error) {
-			return extendScript.Run(ctx, rdb, []string{key}, "T1.1", "60000").Int64() // the lease won with T1.1
+			return extendPlainScript.Run(ctx, rdb, []string{key}, "T1.1", "60000").Int64() // the lease won with T1.1
 		}, int64(1)},
 		{"acquire, resent", "T1.2", func(key, fenceKey, q, qt string) (any, error) {
 			return runAcquireScript(ctx, rdb, acquireScriptCase{mode: queueTry}, key, fenceKey, q, qt)
@@ -187,7 +187,7 @@ func TestScriptsNeverShortenAPlainKey(t *testing.T) {
 		key := "{never-shorten-extend-lengthens}"
 		t.Cleanup(func() { rdb.Del(context.Background(), key) })
 		rdb.Set(ctx, key, "T1.1", time.Second)
-		if got, err := extendScript.Run(ctx, rdb, []string{key}, "T1.1", "60000").Int64(); err != nil || got != 1 {
+		if got, err := extendPlainScript.Run(ctx, rdb, []string{key}, "T1.1", "60000").Int64(); err != nil || got != 1 {
 			t.Fatalf("extend = %v, %v; want 1", got, err)
 		}
 		if pttl := rdb.PTTL(ctx, key).Val(); pttl < 50*time.Second {
@@ -206,7 +206,7 @@ type stuckExtends struct {
 }
 
 func (s stuckExtends) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == extendScript.Hash() {
+	if sha == extendPlainScript.Hash() {
 		<-s.unstuck
 		return redis.NewCmdResult(nil, context.DeadlineExceeded)
 	}

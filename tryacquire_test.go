@@ -49,7 +49,7 @@ func TestTryAcquire(t *testing.T) {
 	ns := nodes(t, 3)
 	holder := newTestClient(t, ns, nil)
 	var rec events
-	c := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: rec.observe})
+	c := newTestClient(t, ns, &Options{NodeTimeout: time.Second, OnEvent: rec.observe})
 	name := "try-acquire"
 
 	l, err := c.TryAcquire(t.Context(), name, 10*time.Second, nil)

@@ -2,8 +2,9 @@
 -- KEYS[1] lock key; ARGV[1] the lease's value: "<token>.<w>", what attempt
 -- w of the Acquire call wrote when it won, or "<token>.0", a release's grant
 -- to the call when the lease came from the grants (grant.go); ARGV[2] ttl in
--- ms. KEYS[2], given by a lock with metadata: its meta key, extended with
--- the lock key to the same expiry (never re-created).
+-- ms. The form's prelude (meta_none.lua, meta_key.lua) sets metaKey: a lock
+-- with metadata extends its meta key with the lock key, to the same expiry
+-- (never re-created).
 -- The lease counts ARGV[1] and the call's grant "<token>.0" (an attempt
 -- that met the grant kept it: acquire.lua), nothing else: another value of
 -- the call, "<token>.<j>" of a failed attempt j, may be deleted at any time
@@ -30,7 +31,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl >= tonumber(ARGV[2]) then
   return 1
 end
-if KEYS[2] then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+if metaKey then
+  redis.call('PEXPIRE', metaKey, ARGV[2])
 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])

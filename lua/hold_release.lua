@@ -1,6 +1,7 @@
 -- Release one hold of a re-entrant lock on one node (reentry.go); the key
 -- goes only with its last hold.
--- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries (queue.go);
+-- KEYS[1] lock key; its queue is KEYS[1] .. ':q' and its expiries
+-- KEYS[1] .. ':qt', in its slot (queue.go);
 -- ARGV[1] the owner's token; ARGV[2] the hold id; ARGV[3] the channel to
 -- announce a deleted key on; ARGV[4] "" for a release, or the number of one
 -- failed attempt to clean up: the hold goes only if that attempt wrote it,
@@ -16,7 +17,7 @@ local release = ARGV[4] == ''
 -- is free, announces it to the queue's head (or to the name's channel when
 -- nobody queues), as release.lua does.
 local function leave(free)
-  local q, qt = KEYS[2], KEYS[3]
+  local q, qt = KEYS[1] .. ':q', KEYS[1] .. ':qt'
   local head, channel = '', ARGV[3]
   if isQueue(q, qt) then -- (handon.lua, which this script starts with)
     dropDead(q, qt)

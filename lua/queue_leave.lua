@@ -1,6 +1,7 @@
 -- Leave the waiting order of a lock on one node (queue.go): a waiting
 -- Acquire call that gave up takes its entry out, so nobody waits behind it.
--- KEYS[1] lock key, KEYS[2] the queue, KEYS[3] its expiries (same slot)
+-- KEYS[1] lock key; its queue is KEYS[1] .. ':q' and its expiries
+-- KEYS[1] .. ':qt' (same slot)
 -- ARGV[1] the call's entry "<token>:<client>[:<ttl>:<f>]"; ARGV[2] the
 -- lock's release channel; ARGV[3] "1" when the call gave up: then a release's
 -- grant to it ("<token>.0", see release.lua) goes too. A call that won
@@ -17,14 +18,15 @@ if ARGV[3] == '1' then
     freed = true
   end
 end
-if redis.call('TYPE', KEYS[2])['ok'] ~= 'zset' or redis.call('TYPE', KEYS[3])['ok'] ~= 'zset' then
+local q, qt = KEYS[1] .. ':q', KEYS[1] .. ':qt'
+if redis.call('TYPE', q)['ok'] ~= 'zset' or redis.call('TYPE', qt)['ok'] ~= 'zset' then
   return 0
 end
-local was = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-local n = redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
+local was = redis.call('ZRANGE', q, 0, 0)[1]
+local n = redis.call('ZREM', q, ARGV[1])
+redis.call('ZREM', qt, ARGV[1])
 if (freed or n == 1 and was == ARGV[1]) and redis.call('EXISTS', KEYS[1]) == 0 then
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  local head = redis.call('ZRANGE', q, 0, 0)[1]
   if head then
     local channel, client = ARGV[2], string.match(head, '^[^:]*:([^:]+)')
     if client then

@@ -5,7 +5,7 @@
 //
 //	obs, err := redlockotel.New() // the global meter and tracer providers
 //	if err != nil { ... }
-//	c, err := redlock.New(nodes, &redlock.Options{Observe: obs.Observe})
+//	c, err := redlock.New(nodes, &redlock.Options{OnEvent: obs.Observe})
 //
 // # Metrics
 //

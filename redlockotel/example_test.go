@@ -22,7 +22,7 @@ func Example() {
 		panic(err)
 	}
 	observe := redlockotel.Chain(obs.Observe, func(_ context.Context, e redlock.Event) { fmt.Println("event:", e.Kind) })
-	// client, err := redlock.New(nodes, &redlock.Options{Observe: observe})
+	// client, err := redlock.New(nodes, &redlock.Options{OnEvent: observe})
 
 	t0 := time.Now()
 	lock := redlock.Event{Name: "invoice:42", Token: "secret", Fence: 3}

@@ -38,13 +38,17 @@ type Request struct {
 type Script struct {
 	*redis.Script
 	sha any
+	src string
 }
 
 // NewScript returns the script of src.
 func NewScript(src string) *Script {
 	s := redis.NewScript(src)
-	return &Script{Script: s, sha: s.Hash()}
+	return &Script{Script: s, sha: s.Hash(), src: src}
 }
+
+// Source returns the script's source.
+func (s *Script) Source() string { return s.src }
 
 // NewRequest returns the call of script s with keys and argv.
 func NewRequest(s *Script, keys []string, argv ...string) *Request {
@@ -62,6 +66,21 @@ func NewRequest(s *Script, keys []string, argv ...string) *Request {
 
 // Keys returns the request's KEYS.
 func (r *Request) Keys() []string { return r.keys }
+
+// Argv returns the request's ARGV.
+func (r *Request) Argv() []string {
+	out := make([]string, len(r.argv))
+	for i, a := range plainArgv(r.argv) {
+		out[i] = a.(string)
+	}
+	return out
+}
+
+// Run runs the request on one node and returns its reply, for tests and
+// tools; rounds go through Run's round (round.go).
+func (r *Request) Run(ctx context.Context, c redis.Scripter) (any, error) {
+	return r.script.Run(ctx, c, r.keys, plainArgv(r.argv)...).Result()
+}
 
 // strArg is a string argument of a command, boxed without an allocation:
 // an interface holds a one-pointer struct as it is, where a string would be

@@ -42,7 +42,7 @@ func (c Client) Name() string { return c.name }
 func (c Client) Recorder() *history.Recorder { return c.rec }
 
 // Options returns a copy of opts (nil: the defaults) whose Observe records
-// every event of the redlock.Client it configures, then calls opts.Observe
+// every event of the redlock.Client it configures, then calls opts.OnEvent
 // if set:
 //   - a successful Acquire as history.Acquire, with its token, fence,
 //     start, end and local deadline; a failed one as history.AcquireFail;
@@ -55,8 +55,8 @@ func (c Client) Options(opts *redlock.Options) *redlock.Options {
 	if opts != nil {
 		o = *opts
 	}
-	user := o.Observe
-	o.Observe = func(ctx context.Context, e redlock.Event) {
+	user := o.OnEvent
+	o.OnEvent = func(ctx context.Context, e redlock.Event) {
 		c.Observe(ctx, e)
 		if user != nil {
 			user(ctx, e)

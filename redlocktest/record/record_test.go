@@ -27,7 +27,7 @@ func TestRecord(t *testing.T) {
 	rec := history.NewRecorder()
 	var observed atomic.Int64
 	user := func(context.Context, redlock.Event) { observed.Add(1) } // the user's own observer still runs
-	c1, err := record.As(rec, "c1").New(cl.Clients(), &redlock.Options{Observe: user})
+	c1, err := record.As(rec, "c1").New(cl.Clients(), &redlock.Options{OnEvent: user})
 	if err != nil {
 		t.Fatal(err)
 	}

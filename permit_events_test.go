@@ -14,8 +14,8 @@ import (
 func TestSemaphoreEvents(t *testing.T) {
 	ns := nodes(t, 3)
 	var ea, eb events
-	a := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: ea.observe})
-	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: eb.observe})
+	a := newTestClient(t, ns, &Options{NodeTimeout: time.Second, OnEvent: ea.observe})
+	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, OnEvent: eb.observe})
 	name := permitName(t)
 	ctx := context.Background()
 	p, err := a.AcquirePermit(ctx, name, 1, 10*time.Second, nil)

@@ -2,7 +2,9 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -26,7 +28,7 @@ func TestSemaphoreSplitKeepsGateKeys(t *testing.T) {
 	gate := sk.gate
 	// The gate's lease and acquisition, as semCall.queue and acquireLease
 	// make them.
-	gl := c.newLease(name+":permits", time.Second, leaseSpec{keys: &gate})
+	gl := c.newLease(name+":permits", time.Second, leaseSpec{form: formGate, keys: &gate})
 	a := &acquisition{c: c, retry: DefaultRetry(), cl: newCall(ctx, gl)}
 	a.w = newWaiter(gl, queueWait, c.clock.Now(), c.waker.id)
 	a.split(ctx)
@@ -35,12 +37,52 @@ func TestSemaphoreSplitKeepsGateKeys(t *testing.T) {
 			got.lock, got.queue, gate.lock, gate.queue)
 	}
 	slot := sk.slotKeys(1)
-	p := &permitSpec{gate: gate.lock, limitKey: sk.limit, limitArg: "2", yield: "1", slot: 1}
-	sl := c.newLease(name, time.Second, leaseSpec{fenced: true, keys: &slot, permit: p})
+	p := &permitSpec{limitArg: "2", yield: "1", slot: 1}
+	sl := c.newLease(name, time.Second, leaseSpec{form: formSlot, fenced: true, keys: &slot, permit: p})
 	a = &acquisition{c: c, retry: DefaultRetry(), cl: newCall(ctx, sl)}
 	a.w = newWaiter(sl, queueWait, c.clock.Now(), c.waker.id)
 	a.split(ctx)
 	if got := a.cl.ls; got.keys != slot || got.permit != p {
 		t.Errorf("slot acquisition after a split: keys %q, permit %+v; want slot 1's %q and its permit spec", got.keys.lock, got.permit, slot.lock)
 	}
+}
+
+// TestSplitKeepsEveryFieldOfTheLease: a split makes the new call's lease
+// as a copy of the old one, with a new token only. The gate's lease is
+// hidden from the observer (a semaphore reports its calls once, not its
+// waiters' order): after a split, the gate's lock, its release and its
+// events must stay hidden too, whatever else the lease carries.
+func TestSplitKeepsEveryFieldOfTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []Event
+		c, _ := newFakeClient(t, 3, &Options{OnEvent: func(_ context.Context, e Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.Kind != EventNode { // each node's answer is reported, hidden or not
+				seen = append(seen, e)
+			}
+		}})
+		ctx := context.Background()
+		sk := semKeysOf(c.opts.KeyPrefix, "split-fields")
+		gl := c.newLease("split-fields:permits", time.Second, leaseSpec{form: formGate, keys: &sk.gate})
+		a := &acquisition{c: c, retry: NoRetry(), cl: newCall(ctx, gl)}
+		a.w = newWaiter(gl, queueBarge, c.clock.Now(), c.waker.id)
+		a.split(ctx)
+		if a.cl.ls.token == gl.token {
+			t.Fatalf("the split's lease has the old token; want a new one")
+		}
+		l, _, err := a.run(ctx)
+		if err != nil {
+			t.Fatalf("the split call's attempt = %v; want the free gate", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range seen {
+			t.Errorf("the observer saw %v of %q after a split of the hidden gate; want nothing", e.Kind, e.Name)
+		}
+	})
 }

@@ -362,8 +362,8 @@ func TestSemaphoreLimitRecordRule(t *testing.T) {
 			if tc.limit < 3 {
 				slot = sk.slotKeys(1 - max(tc.live, 0)).lock
 			}
-			res, err := permitAcquireScript.Run(ctx, rdb, []string{slot, sk.fence, sk.gate.lock, sk.limit},
-				"me.1", strconv.Itoa(ttl), "1", strconv.Itoa(tc.limit), yield).Text()
+			res, err := slotAcquireScript.Run(ctx, rdb, []string{slot},
+				"me.1", strconv.Itoa(ttl), "1", queueBarge, strconv.Itoa(tc.limit), yield).Text()
 			got := res
 			if err != nil {
 				got = err.Error()

@@ -65,12 +65,11 @@ func assertNoQueueKeys(t testing.TB, c *Client, ns []redis.UniversalClient, name
 // held by someone else so the script queues it.
 func enqueueDead(t testing.TB, c *Client, ns []redis.UniversalClient, name, token string, prio int64) {
 	t.Helper()
-	key, fenceKey := c.Keys(name)
-	q, qt := c.keys(name).queue, c.keys(name).queueTimes
+	key, _ := c.Keys(name)
 	for i, n := range ns {
-		v, err := acquireScript.Run(context.Background(), n, []string{key, fenceKey, q, qt},
+		v, err := acquirePlainScript.Run(context.Background(), n, []string{key},
 			token+".1", "10000", "0", queueWait, token, fmt.Sprint(prio), queueTTLArg).Text()
-		if g, perr := parseGrant(v); err != nil || perr != nil || g.ok || g.rank < 0 {
+		if g, perr := parseTake(v); err != nil || perr != nil || g.ok || g.rank < 0 {
 			t.Fatalf("node %d: queueing a dead waiter: %v, %v (want it refused and queued: is the key held?)", i, v, err)
 		}
 	}
@@ -306,7 +305,7 @@ func TestFairBargingIgnoresQueue(t *testing.T) {
 	}
 	// Barging: takes the free lock on its first attempt.
 	var attempts int
-	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, Observe: func(_ context.Context, e Event) {
+	b := newTestClient(t, ns, &Options{NodeTimeout: time.Second, OnEvent: func(_ context.Context, e Event) {
 		if e.Kind == EventAcquire {
 			attempts = e.Attempts
 		}

@@ -1,0 +1,3 @@
+-- The plain lock's prelude to acquire.lua (form.go): its fence counter
+-- beside its key, no metadata.
+local fenceKey, metaKey, metaText = KEYS[1] .. ':fence', nil, nil

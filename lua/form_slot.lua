@@ -1,0 +1,3 @@
+-- A semaphore slot's prelude to acquire.lua, after permit.lua (form.go):
+-- the semaphore's fence counter (permit.lua's fenceKey), no metadata.
+local metaKey, metaText = nil, nil

@@ -1,0 +1,3 @@
+-- The prelude to extend.lua, release.lua and cleanup.lua of a form
+-- without metadata (form.go).
+local metaKey = nil
