@@ -59,6 +59,19 @@ func takeReply(cmd *redis.Cmd) (take, error) {
 	return parseTake(s)
 }
 
+// lateCovered reports whether a late answer of node to one of cl's
+// acquire calls needs no cleanup: it came back (the script ran there) and a
+// release of the call was queued on the node's sender, which writes a
+// node's next calls only once the calls before them answered, so the
+// release runs after it there and deletes any attempt's value of the call.
+// A late error is never covered: its script may still run, after the
+// release, on a connection the error left behind. Nothing but the cost of a
+// cleanup rests on this: an uncovered stray value is counted by no lease
+// (docs/design.md, "What a lease counts") and expires with its TTL.
+func (c *Client) lateCovered(cl *call, node int, err error) bool {
+	return err == nil && c.links[node].Sender != nil && cl.releaseQueued.Load()
+}
+
 // taken accepts a node that took the key for the attempt.
 func taken(g take, err error) bool { return err == nil && g.ok }
 
@@ -72,7 +85,7 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	r := sendRound(ctx, c, ls.acquireRequest(w.place, value), observed(ctx, c, &transport.Spec[take]{
 		Need: c.quorum, PerNode: ls.timeout, Parse: takeReply, Accept: taken,
 		Late: func(rp transport.Reply[take]) {
-			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) {
+			if (rp.Err != nil || rp.Val.ok) && cl.lateAnswer(attempt, rp.Node) && !c.lateCovered(cl, rp.Node, rp.Err) {
 				c.cleanup(ctx, ls, value, []int{rp.Node})
 				if rp.Err == nil && !w.done.Load() {
 					cl.lateWin() // after the cleanup: the next attempt finds the key free

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // call is one Acquire call (or Resume, Reenter) as its lock will know it:
@@ -35,6 +36,9 @@ type call struct {
 	// no entry of the call there to grant it to), and the call's next
 	// attempt may win at once, where it would sleep until its next poll.
 	retry chan struct{}
+	// releaseQueued is set once a release of the call's lock is queued on
+	// every node's sender (see lateCovered).
+	releaseQueued atomic.Bool
 
 	mu      sync.Mutex // protects the fields below
 	attempt int        // the attempt being decided, or the one that won

@@ -64,6 +64,7 @@ func testInvalidArguments(t *testing.T) {
 		{"nil node", func() error { _, err := NewWithNodes([]Node{nil}, nil); return err }},
 		{"drift factor", func() error { _, err := NewWithNodes([]Node{fakes[0]}, &Options{DriftFactor: 2}); return err }},
 		{"node timeout", func() error { _, err := NewWithNodes([]Node{fakes[0]}, &Options{NodeTimeout: -1}); return err }},
+		{"key prefix with braces", func() error { _, err := NewWithNodes([]Node{fakes[0]}, &Options{KeyPrefix: "app{x}:"}); return err }},
 	}
 	for _, tc := range cases {
 		err := tc.call()

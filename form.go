@@ -63,9 +63,8 @@ var (
 // acquireArgs is the arguments of an acquire script for the string forms
 // and the re-entrant one (acquire.lua, hold_acquire.lua): the value, the
 // TTL, fencing and the call's use of the waiting order, then more.
-func acquireArgs(ls *lease, w place, value string, more ...string) []string {
-	args := make([]string, 0, 7+len(more))
-	args = append(args, value, ls.ttlArg, ls.fenceArg, w.mode)
+func acquireArgs(buf *[8]string, ls *lease, w place, value string, more ...string) []string {
+	args := append(buf[:0], value, ls.ttlArg, ls.fenceArg, w.mode)
 	if w.mode == queueWait {
 		args = append(args, w.member, w.priority, queueTTLArg)
 	}
@@ -77,7 +76,8 @@ func acquireArgs(ls *lease, w place, value string, more ...string) []string {
 type plainForm struct{}
 
 func (plainForm) acquire(ls *lease, w place, value string) *transport.Request {
-	return transport.NewRequest(acquirePlainScript, []string{ls.keys.lock}, acquireArgs(ls, w, value)...)
+	var buf [8]string
+	return transport.NewRequest(acquirePlainScript, []string{ls.keys.lock}, acquireArgs(&buf, ls, w, value)...)
 }
 
 func (plainForm) extend(ls *lease, ttlArg, won string) *transport.Request {
@@ -85,11 +85,11 @@ func (plainForm) extend(ls *lease, ttlArg, won string) *transport.Request {
 }
 
 func (plainForm) release(ls *lease) *transport.Request {
-	return transport.NewRequest(releasePlainScript, []string{ls.keys.lock}, ls.prefix, ls.keys.channel)
+	return transport.NewRequest(releasePlainScript, []string{ls.keys.lock}, ls.prefix)
 }
 
 func (plainForm) cleanup(ls *lease, value string) *transport.Request {
-	return transport.NewRequest(cleanupPlainScript, []string{ls.keys.lock}, value, ls.keys.channel)
+	return transport.NewRequest(cleanupPlainScript, []string{ls.keys.lock}, value)
 }
 
 func (plainForm) counted(ls *lease, attempt int) string { return ls.value(attempt) }
@@ -106,7 +106,8 @@ func (plainForm) handleKind() byte                      { return 'p' }
 type metaForm struct{ plainForm }
 
 func (metaForm) acquire(ls *lease, w place, value string) *transport.Request {
-	return transport.NewRequest(acquireMetaScript, []string{ls.keys.lock}, acquireArgs(ls, w, value, ls.metaArg)...)
+	var buf [8]string
+	return transport.NewRequest(acquireMetaScript, []string{ls.keys.lock}, acquireArgs(&buf, ls, w, value, ls.metaArg)...)
 }
 
 func (metaForm) extend(ls *lease, ttlArg, won string) *transport.Request {
@@ -114,11 +115,11 @@ func (metaForm) extend(ls *lease, ttlArg, won string) *transport.Request {
 }
 
 func (metaForm) release(ls *lease) *transport.Request {
-	return transport.NewRequest(releaseMetaScript, []string{ls.keys.lock}, ls.prefix, ls.keys.channel)
+	return transport.NewRequest(releaseMetaScript, []string{ls.keys.lock}, ls.prefix)
 }
 
 func (metaForm) cleanup(ls *lease, value string) *transport.Request {
-	return transport.NewRequest(cleanupMetaScript, []string{ls.keys.lock}, value, ls.keys.channel)
+	return transport.NewRequest(cleanupMetaScript, []string{ls.keys.lock}, value)
 }
 
 func (metaForm) grantable() bool  { return false }
@@ -130,7 +131,8 @@ func (metaForm) handleKind() byte { return 'm' }
 type holdForm struct{}
 
 func (holdForm) acquire(ls *lease, w place, value string) *transport.Request {
-	return transport.NewRequest(holdAcquireScript, []string{ls.keys.lock}, acquireArgs(ls, w, value, ls.meta)...)
+	var buf [8]string
+	return transport.NewRequest(holdAcquireScript, []string{ls.keys.lock}, acquireArgs(&buf, ls, w, value, ls.meta)...)
 }
 
 func (holdForm) extend(ls *lease, ttlArg, won string) *transport.Request {
@@ -190,17 +192,19 @@ func (f slotForm) extend(ls *lease, ttlArg, won string) *transport.Request {
 }
 
 func (f slotForm) release(ls *lease) *transport.Request {
+	s := slotReleaseScript
 	if f.meta {
-		return metaForm{}.release(ls)
+		s = slotMetaReleaseScript
 	}
-	return plainForm{}.release(ls)
+	return transport.NewRequest(s, []string{ls.keys.lock}, ls.prefix)
 }
 
 func (f slotForm) cleanup(ls *lease, value string) *transport.Request {
+	s := slotCleanupScript
 	if f.meta {
-		return metaForm{}.cleanup(ls, value)
+		s = slotMetaCleanupScript
 	}
-	return plainForm{}.cleanup(ls, value)
+	return transport.NewRequest(s, []string{ls.keys.lock}, value)
 }
 
 func (slotForm) counted(ls *lease, attempt int) string { return ls.value(attempt) }

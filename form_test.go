@@ -42,13 +42,13 @@ func TestFormRequests(t *testing.T) {
 
 	string4 := []string{"value", "ttl", "fenced", "mode"}
 	shapes := map[string]formShape{
-		"plain":         {1, string4, []string{"won", "ttl"}, []string{"prefix", "channel"}, []string{"value", "channel"}},
-		"with metadata": {1, append(string4, "metadata"), []string{"won", "ttl"}, []string{"prefix", "channel"}, []string{"value", "channel"}},
+		"plain":         {1, string4, []string{"won", "ttl"}, []string{"prefix"}, []string{"value"}},
+		"with metadata": {1, append(string4, "metadata"), []string{"won", "ttl"}, []string{"prefix"}, []string{"value"}},
 		"re-entrant":    {1, append(string4, "metadata"), []string{"token", "hold", "ttl", "add", "won"}, []string{"token", "hold", "channel", "attempt"}, []string{"token", "hold", "channel", "attempt"}},
-		"slot":          {1, append(string4, "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix", "channel"}, []string{"value", "channel"}},
-		"slot with metadata": {1, append(string4, "metadata", "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix", "channel"},
-			[]string{"value", "channel"}},
-		"gate": {1, string4, []string{"won", "ttl"}, []string{"prefix", "channel"}, []string{"value", "channel"}},
+		"slot":          {1, append(string4, "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix"}, []string{"value"}},
+		"slot with metadata": {1, append(string4, "metadata", "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix"},
+			[]string{"value"}},
+		"gate": {1, string4, []string{"won", "ttl"}, []string{"prefix"}, []string{"value"}},
 	}
 	forms := []struct {
 		name string

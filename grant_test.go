@@ -516,7 +516,7 @@ func TestGrantSplitBetweenWaitersResolves(t *testing.T) {
 		if _, err := n.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZRem(ctx, q, gone)
 			p.ZRem(ctx, qt, gone)
-			p.Eval(ctx, luaSource("meta_none.lua", "release.lua", "handon.lua", "release_queued.lua"), []string{key}, h.ls.prefix, h.ls.keys.channel)
+			p.Eval(ctx, releasePlainScript.Source(), []string{key}, h.ls.prefix)
 			return nil
 		}); err != nil {
 			t.Fatalf("node %d: %v", i, err)

@@ -19,10 +19,11 @@ import (
 type gateHook struct {
 	open chan struct{}
 
-	mu        sync.Mutex // protects the fields below
-	armed     bool       // hold the next EVALSHA's answer
-	pipelines []int      // the number of commands of each pipeline sent
-	noScript  int        // pipelined commands the node answered NOSCRIPT
+	mu        sync.Mutex     // protects the fields below
+	armed     bool           // hold the next EVALSHA's answer
+	pipelines []int          // the number of commands of each pipeline sent
+	shas      map[string]int // script calls sent, by SHA1
+	noScript  int            // pipelined commands the node answered NOSCRIPT
 }
 
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -30,6 +31,7 @@ func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.mu.Lock()
+		h.countLocked(cmd)
 		first := h.armed && cmd.Name() == "evalsha"
 		h.armed = h.armed && !first
 		h.mu.Unlock()
@@ -51,12 +53,32 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		defer h.mu.Unlock()
 		h.pipelines = append(h.pipelines, len(cmds))
 		for _, c := range cmds {
+			h.countLocked(c)
 			if transport.IsNoScript(c.Err()) {
 				h.noScript++
 			}
 		}
 		return err
 	}
+}
+
+func (h *gateHook) countLocked(cmd redis.Cmder) {
+	if cmd.Name() != "evalsha" {
+		return
+	}
+	if h.shas == nil {
+		h.shas = map[string]int{}
+	}
+	h.shas[fmt.Sprint(cmd.Args()[1])]++
+}
+
+// count returns how many calls of script ("acquire", "release", "cleanup")
+// the client sent with EVALSHA.
+func (h *gateHook) count(script string) int {
+	s := map[string]*transport.Script{"acquire": acquirePlainScript, "release": releasePlainScript, "cleanup": cleanupPlainScript}[script]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shas[s.Hash()]
 }
 
 // queued returns how many calls wait in the sender of c's node i.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,8 @@ type Options struct {
 	// KeyPrefix is put before every key the client touches. The lock key
 	// for name is KeyPrefix+"{"+name+"}" and its fence counter
 	// KeyPrefix+"{"+name+"}:fence": the braces are a Redis Cluster hash tag,
-	// so both keys live in one slot. Default "redlock:".
+	// so both keys live in one slot; the prefix has none of its own.
+	// Default "redlock:".
 	KeyPrefix string
 
 	// OnEvent, if set, is called with every acquisition, wait, extend,
@@ -158,6 +160,8 @@ func newClient(nodes []node, opts *Options) (*Client, error) {
 		return nil, invalidf("redlock: DriftFactor %v is out of range: use a value in [0, 1), typically 0.01 (0 means the default)", o.DriftFactor)
 	case o.NodeTimeout < 0:
 		return nil, invalidf("redlock: NodeTimeout %v is negative: use a small positive duration such as 50ms (0 means the default %v)", o.NodeTimeout, DefaultNodeTimeout)
+	case strings.ContainsAny(o.KeyPrefix, "{}"):
+		return nil, invalidf("redlock: KeyPrefix %q contains '{' or '}': the braces after it are each name's Redis Cluster hash tag; leave braces out", o.KeyPrefix)
 	}
 	if o.DriftFactor == 0 {
 		o.DriftFactor = DefaultDriftFactor

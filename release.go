@@ -79,7 +79,8 @@ func (c *Client) releaseQuorum(ctx context.Context, cl *call) *transport.Round[i
 		need = 0
 	}
 	start := time.Now()
-	spec := &transport.Spec[int64]{Need: need, PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted}
+	spec := &transport.Spec[int64]{Need: need, PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted,
+		Queued: &cl.releaseQueued}
 	var late chan transport.Reply[int64]
 	if c.opts.Logger != nil {
 		late = make(chan transport.Reply[int64], len(c.nodes)) // one send per node at most: never blocks
@@ -141,6 +142,6 @@ const msgStraggler = "redlock: a node failed to delete a released lock after Rel
 // without cancel.
 func (c *Client) releaseAll(ctx context.Context, cl *call) {
 	sendRound(ctx, c, cl.ls.releaseRequest(), observed(ctx, c, &transport.Spec[int64]{
-		PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted},
+		PerNode: c.opts.NodeTimeout, Parse: int64Reply, Accept: releaseAccepted, Queued: &cl.releaseQueued},
 		EventRelease, cl.ls.name))
 }

@@ -117,10 +117,10 @@ var (
 	acquireMetaScript  = script("form_meta.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua")
 	extendPlainScript  = script("meta_none.lua", "extend.lua")
 	extendMetaScript   = script("meta_key.lua", "extend.lua")
-	releasePlainScript = script("meta_none.lua", "release.lua", "handon.lua", "release_queued.lua")
-	releaseMetaScript  = script("meta_key.lua", "release.lua", "handon.lua", "release_queued.lua")
-	cleanupPlainScript = script("meta_none.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
-	cleanupMetaScript  = script("meta_key.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+	releasePlainScript = script("meta_none.lua", "channel_lock.lua", "release.lua", "handon.lua", "release_queued.lua")
+	releaseMetaScript  = script("meta_key.lua", "channel_lock.lua", "release.lua", "handon.lua", "release_queued.lua")
+	cleanupPlainScript = script("meta_none.lua", "channel_lock.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+	cleanupMetaScript  = script("meta_key.lua", "channel_lock.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
 
 	// The re-entrant form (reentry.go).
 	holdAcquireScript = script("hold_acquire.lua", "counter.lua", "queue.lua", "hold_acquire_rest.lua")
@@ -133,6 +133,10 @@ var (
 	slotMetaAcquireScript = script("permit.lua", "form_slot_meta.lua", "acquire.lua", "counter.lua", "queue.lua", "acquire_taken.lua", "permit_end.lua")
 	slotExtendScript      = script("permit_extend.lua", "meta_none.lua", "extend.lua", "permit_end.lua")
 	slotMetaExtendScript  = script("permit_extend.lua", "meta_key.lua", "extend.lua", "permit_end.lua")
+	slotReleaseScript     = script("meta_none.lua", "channel_slot.lua", "release.lua", "handon.lua", "release_queued.lua")
+	slotMetaReleaseScript = script("meta_key.lua", "channel_slot.lua", "release.lua", "handon.lua", "release_queued.lua")
+	slotCleanupScript     = script("meta_none.lua", "channel_slot.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+	slotMetaCleanupScript = script("meta_key.lua", "channel_slot.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
 	permitScanScript      = script("permit_scan.lua")
 
 	// Every form's.

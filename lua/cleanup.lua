@@ -2,10 +2,10 @@
 -- only if it holds exactly that attempt's value. A delayed cleanup of
 -- attempt k then never deletes the key of attempt k+1 of the same call, nor
 -- the value a lease won (docs/design.md, "What a lease counts").
--- The script is the form's prelude (meta_none.lua, meta_key.lua: metaKey),
+-- The script is the form's preludes (as release.lua's: metaKey, channel),
 -- this file, handon.lua, then cleanup_queued.lua (scripts.go).
--- KEYS[1] lock key; ARGV[1] the attempt's value "<token>.<attempt>";
--- ARGV[2] the lock's release channel. The waiting order (queue.go) is
+-- KEYS[1] lock key; ARGV[1] the attempt's value "<token>.<attempt>". The
+-- waiting order (queue.go) is
 -- KEYS[1] .. ':q' and ':qt', the fence counter KEYS[1] .. ':fence'. When
 -- the cleanup deletes the key and somebody queues, the free key is handed
 -- on to the queue's head as a release hands it on (handOn, handon.lua):

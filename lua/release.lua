@@ -1,15 +1,16 @@
 -- Release the lock on one node, only if it holds a value of our Acquire call.
--- The script is the form's prelude (meta_none.lua, meta_key.lua: metaKey),
--- this file, handon.lua, then release_queued.lua (scripts.go).
+-- The script is the form's preludes (meta_none.lua or meta_key.lua:
+-- metaKey; channel_lock.lua or channel_slot.lua: channel, where the
+-- release is announced to wake waiters), this file, handon.lua, then
+-- release_queued.lua (scripts.go).
 -- KEYS[1] lock key; ARGV[1] the call's prefix "<token>." (matches the value
 -- of every attempt of the call, so a late grant of an earlier attempt goes
--- too: the release ends the lease for every share of it); ARGV[2] the
--- channel to announce the release on, to wake waiters.
+-- too: the release ends the lease for every share of it).
 -- The waiting order (queue.go) is KEYS[1] .. ':q' and ':qt', the fence
 -- counter KEYS[1] .. ':fence', in the lock key's slot. The holder's own
 -- entry ("<token>:<client>") leaves the queue, and the release is announced
 -- to the queue's head (the only waiter the free key will go to): its entry,
--- on ARGV[2] .. ':' .. <client>; or "" on ARGV[2] when nobody queues. A
+-- on channel .. ':' .. <client>; or "" on channel when nobody queues. A
 -- head that queued for a plain lock is granted the free key at once, with
 -- the fence counter: see handOn (handon.lua). A lock with metadata deletes
 -- its meta key with the lock key, in one DEL.
@@ -28,6 +29,6 @@ if mine and redis.call('EXISTS', q) == 0 then
   else
     redis.call('DEL', KEYS[1])
   end
-  redis.call('PUBLISH', ARGV[2], '')
+  redis.call('PUBLISH', channel, '')
   return 1
 end

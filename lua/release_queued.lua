@@ -39,9 +39,9 @@ if cur then
 end
 local head = ''
 if queue then
-  head = handOn(KEYS[1], q, qt, KEYS[1] .. ':fence', ARGV[2], nextHead)
+  head = handOn(KEYS[1], q, qt, KEYS[1] .. ':fence', channel, nextHead)
 end
 if cur and head == '' then
-  redis.call('PUBLISH', ARGV[2], '')
+  redis.call('PUBLISH', channel, '')
 end
 return cur and 1 or 0

@@ -14,8 +14,9 @@ import (
 // for one round and carries what the round needs, so that a round costs one
 // allocation for all of it: the strings of its keys and arguments, their
 // boxed form, the EVALSHA command and the calls to the nodes (ops). The
-// fixed-size arrays hold what a lock's scripts need (at most 12 strings,
-// 5 nodes); a larger request or cluster allocates as usual
+// fixed-size arrays hold what a lock's scripts need (at most 8 strings:
+// a waiting acquire's lock key and seven arguments; 5 nodes); a larger
+// request or cluster allocates as usual
 // (BenchmarkRequest shows what they save).
 type Request struct {
 	script *Script
@@ -27,8 +28,8 @@ type Request struct {
 	args []any
 
 	sent atomic.Bool // ops is in use by a round
-	strs [12]string  // the keys, then the arguments, unless more
-	buf  [16]any     // args, unless longer
+	strs [8]string   // the keys, then the arguments, unless more
+	buf  [11]any     // args, unless longer
 	ops  [5]op       // the round's calls, unless more nodes
 }
 

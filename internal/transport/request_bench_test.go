@@ -13,7 +13,7 @@ import (
 // BENCHMARKS.md quotes it (make bench).
 
 var (
-	benchKeys = []string{"redlock:{bench}", "redlock:{bench}:fence", "redlock:{bench}:q", "redlock:{bench}:qt"}
+	benchKeys = []string{"redlock:{bench}"}
 	benchArgv = []string{"0123456789abcdefghijkl.1", "10000", "1", "wait", "0123456789abcdefghijkl:client1234:10000:1", "1764000000000000", "1000"}
 	sinkCmds  []*redis.Cmd
 )

@@ -61,6 +61,8 @@ type Spec[T any] struct {
 	Late func(Reply[T])
 	// Observe, if set, is told of every node's answer as it comes.
 	Observe func(node int, err error)
+	// Queued, if set, is set once the request is queued on every node.
+	Queued *atomic.Bool
 }
 
 // Run sends req to every node (to those Spec.Which selects) and returns as
@@ -96,6 +98,9 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 				f.deliver(Reply[T]{Node: i, Val: v, Err: err}, false)
 			})
 		}
+	}
+	if spec.Queued != nil {
+		spec.Queued.Store(true)
 	}
 	return f.wait(ctx, n, spec)
 }
