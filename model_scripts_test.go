@@ -33,83 +33,96 @@ func TestModelStepsMatchScripts(t *testing.T) {
 		return s.Run(ctx, rdb, keys, args...).Result()
 	}
 	steps := 0
-	// A grant "T1.0" is a start state too; the acquire that meets it is the
-	// grant protocol's step (TestModelGrantStepsMatchScripts).
-	for _, k := range append(keys, mval{1, 0}) {
-		for _, ctr := range counters {
-			start := mnode{key: k, ctr: ctr, exp: 9}
-			name := fmt.Sprintf("key %v counter %d", k, ctr)
-			for _, v := range keys[1:] {
-				if k == (mval{1, 0}) {
-					break
+	// Every string form runs these steps: the plain lock and the lock with
+	// metadata (a gate is the plain form; a slot's steps are checked by
+	// TestModelSemaphoreStepsMatchScripts).
+	sn.others = append(sn.others, key+":meta")
+	for _, form := range []struct {
+		name                              string
+		acquire, extend, release, cleanup *transport.Script
+		meta                              []any // the acquire's last arguments
+	}{
+		{"plain", acquirePlainScript, extendPlainScript, releasePlainScript, cleanupPlainScript, nil},
+		{"with metadata", acquireMetaScript, extendMetaScript, releaseMetaScript, cleanupMetaScript, []any{"T1x:m"}},
+	} {
+		// A grant "T1.0" is a start state too; the acquire that meets it is the
+		// grant protocol's step (TestModelGrantStepsMatchScripts).
+		for _, k := range append(keys, mval{1, 0}) {
+			for _, ctr := range counters {
+				start := mnode{key: k, ctr: ctr, exp: 9}
+				name := fmt.Sprintf("%s: key %v counter %d", form.name, k, ctr)
+				for _, v := range keys[1:] {
+					if k == (mval{1, 0}) {
+						break
+					}
+					what := fmt.Sprintf("%s: acquire %v", name, v)
+					setup(t, start)
+					n, ok, fence := nodeAcquire(start, 5, 3, v)
+					res, err := run(form.acquire, []string{key}, append([]any{valueOf(v), "60000", "1", queueBarge}, form.meta...)...)
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					g, err := parseTake(res.(string))
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(t, what, n, ok, g.ok)
+					if ok && g.fence != uint64(fence) {
+						t.Errorf("%s: script returned fence %d; model %d", what, g.fence, fence)
+					}
+					steps++
 				}
-				what := fmt.Sprintf("%s: acquire %v", name, v)
-				setup(t, start)
-				n, ok, fence := nodeAcquire(start, 5, 3, v)
-				res, err := run(acquirePlainScript, []string{key}, valueOf(v), "60000", "1", queueBarge)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
+				// A lease that won with T1.1, T1.2, the grant T1.0, or another
+				// call's T2.1: extend matches the won value and the grant only.
+				for _, won := range []mval{{1, 1}, {1, 2}, {1, 0}, {2, 1}} {
+					what := fmt.Sprintf("%s: extend of a lease won with %v", name, won)
+					setup(t, start)
+					n, ok := nodeExtend(start, 5, 3, won)
+					res, err := run(form.extend, []string{key}, valueOf(won), "60000")
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(t, what, n, ok, res.(int64) == 1)
+					steps++
 				}
-				g, err := parseTake(res.(string))
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
+				for _, tok := range []uint8{1, 2} {
+					what := fmt.Sprintf("%s: release by call %d", name, tok)
+					setup(t, start)
+					n, ok := nodeRelease(start, tok)
+					res, err := run(form.release, []string{key}, token(tok)+".", "redlock:released:model-conformance")
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(t, what, n, ok, res.(int64) == 1)
+					steps++
 				}
-				check(t, what, n, ok, g.ok)
-				if ok && g.fence != uint64(fence) {
-					t.Errorf("%s: script returned fence %d; model %d", what, g.fence, fence)
+				for _, v := range keys[1:] {
+					what := fmt.Sprintf("%s: cleanup %v", name, v)
+					setup(t, start)
+					n, ok := nodeCleanup(start, v)
+					res, err := run(form.cleanup, []string{key}, valueOf(v))
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(t, what, n, ok, res.(int64) == 1)
+					steps++
 				}
-				steps++
-			}
-			// A lease that won with T1.1, T1.2, the grant T1.0, or another
-			// call's T2.1: extend matches the won value and the grant only.
-			for _, won := range []mval{{1, 1}, {1, 2}, {1, 0}, {2, 1}} {
-				what := fmt.Sprintf("%s: extend of a lease won with %v", name, won)
-				setup(t, start)
-				n, ok := nodeExtend(start, 5, 3, won)
-				res, err := run(extendPlainScript, []string{key}, valueOf(won), "60000")
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
+				for _, f := range []uint8{2, 5} {
+					what := fmt.Sprintf("%s: write-back %d", name, f)
+					setup(t, start)
+					n, ok := nodeWriteBack(start, f)
+					res, err := run(fenceScript, []string{ctrKey}, strconv.Itoa(int(f)))
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					check(t, what, n, ok, res.(int64) == 1)
+					steps++
 				}
-				check(t, what, n, ok, res.(int64) == 1)
-				steps++
-			}
-			for _, tok := range []uint8{1, 2} {
-				what := fmt.Sprintf("%s: release by call %d", name, tok)
-				setup(t, start)
-				n, ok := nodeRelease(start, tok)
-				res, err := run(releasePlainScript, []string{key}, token(tok)+".", "redlock:released:model-conformance")
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				check(t, what, n, ok, res.(int64) == 1)
-				steps++
-			}
-			for _, v := range keys[1:] {
-				what := fmt.Sprintf("%s: cleanup %v", name, v)
-				setup(t, start)
-				n, ok := nodeCleanup(start, v)
-				res, err := run(cleanupPlainScript, []string{key}, valueOf(v), "ch")
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				check(t, what, n, ok, res.(int64) == 1)
-				steps++
-			}
-			for _, f := range []uint8{2, 5} {
-				what := fmt.Sprintf("%s: write-back %d", name, f)
-				setup(t, start)
-				n, ok := nodeWriteBack(start, f)
-				res, err := run(fenceScript, []string{ctrKey}, strconv.Itoa(int(f)))
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				check(t, what, n, ok, res.(int64) == 1)
-				steps++
 			}
 		}
 	}
-	rdb.Del(context.Background(), key, ctrKey)
-	if steps < 100 {
+	rdb.Del(context.Background(), key, ctrKey, key+":meta")
+	if steps < 200 {
 		t.Errorf("compared %d steps; the table shrank", steps)
 	}
 }
