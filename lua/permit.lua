@@ -34,6 +34,7 @@ local gateKey, limitKey, fenceKey = base .. ':permits', base .. ':permits:limit'
 local yield, limit = table.remove(ARGV), table.remove(ARGV)
 local stale = false -- the limit key holds a record no live slot backs
 local had = redis.call('GET', limitKey)
+local fresh = not had -- no record: permit_end.lua writes one
 if had and had ~= limit then
   local slots = {}
   for i = 0, math.min(math.floor(tonumber(had) or 0), 1024) - 1 do

@@ -10,9 +10,17 @@ end
 local r = slot()
 if r == 1 or type(r) == 'string' and string.sub(r, 1, 2) == '1:' then
   local p = redis.call('PTTL', KEYS[1])
-  local lp = redis.call('PTTL', limitKey)
-  if p > 0 and (stale or lp ~= -1 and lp < p) then
-    redis.call('SET', limitKey, limit, 'PX', p)
+  if p > 0 then
+    -- No record (fresh) or a stale one is written; a live one only made to
+    -- live longer (one without expiry, PTTL -1, is left as it is).
+    local write = stale or fresh
+    if not write then
+      local lp = redis.call('PTTL', limitKey)
+      write = lp ~= -1 and lp < p
+    end
+    if write then
+      redis.call('SET', limitKey, limit, 'PX', p)
+    end
   end
 end
 return r

@@ -9,5 +9,5 @@
 -- finds its own layout.
 -- The slot, when it is ours, backs the limit key: never stale here.
 local limitKey, limit = string.match(KEYS[1], '^(.*):permit:%d+$') .. ':permits:limit', table.remove(ARGV)
-local stale = false
+local stale, fresh = false, false
 local function slot()
