@@ -91,9 +91,10 @@ postgres:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
 	fi
 
-## bench: the comparison with redsync, redislock and the protocol's floor on 5 local redis-server nodes (bench/, its own module); writes BENCHMARKS.md. BENCH_FLAGS: e.g. -rounds 5
+## bench: the comparison with redsync, redislock and the protocol's floor on 5 local redis-server nodes (bench/, its own module); writes BENCHMARKS.md and copies its figures into README.md. BENCH_FLAGS: e.g. -rounds 5
 bench: redis-server
 	cd bench && $(GO) run . -out ../BENCHMARKS.md $(BENCH_FLAGS)
+	REDLOCK_README_FIGURES=update $(GO) test -count=1 -run '^TestReadmeBenchFigures$$' .
 
 ## bench-micro: go test micro-benchmarks of the pieces (uncontended acquire/release next to a parallel PING round), for profiling
 bench-micro: redis-image
