@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,14 @@ import (
 // metaTTLs returns the PTTL of the lock key and of its meta key on each node.
 func metaTTLs(t *testing.T, ns []redis.UniversalClient, k keys) (lock, meta []time.Duration) {
 	t.Helper()
-	for _, n := range ns {
-		lock = append(lock, n.PTTL(t.Context(), k.lock).Val())
-		meta = append(meta, n.PTTL(t.Context(), k.meta).Val())
+	for i, n := range ns {
+		// Both at one instant: a script runs alone on its node.
+		both, err := n.Eval(t.Context(), "return {redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2])}", []string{k.lock, k.meta}).Int64Slice()
+		if err != nil {
+			t.Fatalf("node %d: PTTLs: %v", i, err)
+		}
+		lock = append(lock, time.Duration(both[0])*time.Millisecond)
+		meta = append(meta, time.Duration(both[1])*time.Millisecond)
 	}
 	return lock, meta
 }
@@ -64,6 +70,12 @@ func TestMetadataPlainLock(t *testing.T) {
 	if err := l.Extend(t.Context(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	// Extend returns at a quorum: the third node's extend may still be on
+	// its way.
+	waitUntil(t, "every node extended", func() bool {
+		lt, _ := metaTTLs(t, ns, k)
+		return slices.Min(lt) > 50*time.Second
+	})
 	lockTTL, metaTTL = metaTTLs(t, ns, k)
 	for i := range ns {
 		if metaTTL[i] < 50*time.Second || metaTTL[i] > lockTTL[i] {

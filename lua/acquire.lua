@@ -53,7 +53,9 @@ if took then
   end
   if incr == nil then
     if metaKey then
-      redis.call('SET', metaKey, metaText, 'PX', ARGV[2])
+      -- A ms shorter: the clock may tick between the two SETs, and the
+      -- meta key never outlives the lock key.
+      redis.call('SET', metaKey, metaText, 'PX', tonumber(ARGV[2]) - 1)
     end
     return '1:' .. f
   end

@@ -9,7 +9,7 @@ if took then
     return err
   end
   if metaKey then
-    redis.call('SET', metaKey, metaText, 'PX', ARGV[2])
+    redis.call('SET', metaKey, metaText, 'PX', tonumber(ARGV[2]) - 1) -- (as acquire.lua)
   end
   return '1:' .. f
 end
@@ -87,9 +87,11 @@ else
   redis.call('SET', KEYS[1], v, 'KEEPTTL')
 end
 if metaKey then
+  -- A ms shorter than what the lock key has left: the clock may tick
+  -- between the PTTL and the SET, and the meta key never outlives it.
   local pttl = redis.call('PTTL', KEYS[1])
-  if pttl > 0 then
-    redis.call('SET', metaKey, metaText, 'PX', pttl)
+  if pttl > 1 then
+    redis.call('SET', metaKey, metaText, 'PX', pttl - 1)
   end
 end
 return '1:' .. f
