@@ -31,7 +31,14 @@ const MaxSetNames = 32
 type MultiLock struct {
 	names  []string // sorted
 	fences []uint64 // in names' order
-	l      *Lock    // the one lease over every name
+	l      *Lock    // the one lease over every name; nil on Redis Cluster nodes
+	token  string
+
+	// On Redis Cluster nodes (multi_cluster.go): a plain lock per name, in
+	// names' order, and a context that ends when the first of them does.
+	each   []*Lock
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // Names returns the set's names, sorted.
@@ -52,33 +59,63 @@ func (m *MultiLock) Fences() []uint64 { return slices.Clone(m.fences) }
 
 // Token returns the set's token: the proof of ownership, which a guard
 // records with each name's fence (see [Lock.Token]).
-func (m *MultiLock) Token() string { return m.l.Token() }
+func (m *MultiLock) Token() string { return m.token }
 
 // ValidUntil returns the local deadline of the set's lease (see
 // [Lock.ValidUntil]).
-func (m *MultiLock) ValidUntil() time.Time { return m.l.ValidUntil() }
+func (m *MultiLock) ValidUntil() time.Time {
+	if m.l == nil {
+		return m.firstDeadline()
+	}
+	return m.l.ValidUntil()
+}
 
 // Done returns a channel closed when the set's lease ends: at its deadline
 // unless an extend succeeded first, when it is lost, or on Release.
-func (m *MultiLock) Done() <-chan struct{} { return m.l.Done() }
+func (m *MultiLock) Done() <-chan struct{} {
+	if m.l == nil {
+		return m.ctx.Done()
+	}
+	return m.l.Done()
+}
 
 // Err returns nil while the set is held, and why it ended after (see
 // [Lock.Err]).
-func (m *MultiLock) Err() error { return m.l.Err() }
+func (m *MultiLock) Err() error {
+	if m.l == nil {
+		return m.eachErr()
+	}
+	return m.l.Err()
+}
 
 // Context returns a context derived from parent, cancelled when the set's
 // lease ends (see [Lock.Context]).
-func (m *MultiLock) Context(parent context.Context) context.Context { return m.l.Context(parent) }
+func (m *MultiLock) Context(parent context.Context) context.Context {
+	if m.l == nil {
+		return m.eachContext(parent)
+	}
+	return m.l.Context(parent)
+}
 
 // Extend extends every name of the set to ttl from now. A node counts only
 // if it still holds every name for this set; a quorum of them is needed, as
 // for [Lock.Extend], whose errors it returns.
-func (m *MultiLock) Extend(ctx context.Context, ttl time.Duration) error { return m.l.Extend(ctx, ttl) }
+func (m *MultiLock) Extend(ctx context.Context, ttl time.Duration) error {
+	if m.l == nil {
+		return m.eachExtend(ctx, ttl)
+	}
+	return m.l.Extend(ctx, ttl)
+}
 
 // Release releases every name of the set on every node (see
 // [Lock.Release]); each name's waiters are told, as a lock's release tells
 // them.
-func (m *MultiLock) Release(ctx context.Context) error { return m.l.Release(ctx) }
+func (m *MultiLock) Release(ctx context.Context) error {
+	if m.l == nil {
+		return m.eachRelease(ctx)
+	}
+	return m.l.Release(ctx)
+}
 
 // AcquireMulti takes every name of names for ttl on a quorum of the nodes,
 // or none: each node takes the whole set in one script, or nothing of it.
@@ -163,7 +200,7 @@ func (c *Client) acquireMulti(ctx context.Context, op string, names []string, tt
 	if fences == nil { // fencing off
 		fences = make([]uint64, len(sorted))
 	}
-	return &MultiLock{names: sorted, fences: fences, l: l}, nil
+	return &MultiLock{names: sorted, fences: fences, l: l, token: l.Token()}, nil
 }
 
 // checkSet says what is wrong with a set of names, if anything, and
