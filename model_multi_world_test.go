@@ -39,11 +39,11 @@ const (
 
 // Client phases.
 const (
-	mpIdle     uint8 = iota // before its call
-	mpAcquire               // an attempt's round is open
-	mpBackoff               // the attempt failed; it retries
-	mpHeld                  // it holds its set (the naive rule: its current name; see stage)
-	mpDone                  // it released its set
+	mpIdle    uint8 = iota // before its call
+	mpAcquire              // an attempt's round is open
+	mpBackoff              // the attempt failed; it retries
+	mpHeld                 // it holds its set (the naive rule: its current name; see stage)
+	mpDone                 // it released its set
 )
 
 // Message kinds.
