@@ -309,3 +309,34 @@ func TestMultiBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiInspect: a name held as part of a set says so, with the set's
+// size; a plain lock's does not.
+func TestMultiInspect(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	names := multiNames(t, 3)
+	m, err := c.AcquireMulti(ctx, names, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	st, err := c.Inspect(ctx, names[1])
+	if err != nil {
+		t.Fatalf("Inspect = %v", err)
+	}
+	if !st.Held || st.Holder != m.Token() || st.Set != 3 {
+		t.Errorf("Inspect(%q) = held %v, holder %q, set %d; want held by %q, set 3", names[1], st.Held, st.Holder, st.Set, m.Token())
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	l, err := c.Acquire(ctx, names[1], 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	defer l.Release(ctx)
+	if st, err := c.Inspect(ctx, names[1]); err != nil || st.Set != 0 {
+		t.Errorf("Inspect of a plain lock: set %d, %v; want 0", st.Set, err)
+	}
+}
