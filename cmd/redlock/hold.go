@@ -32,6 +32,9 @@ var (
 // one of the N permits of semaphore name. It returns a nil holder with
 // every error (never a typed nil).
 func acquireHold(ctx context.Context, c *redlock.Client, o *runOptions, name string, opts *redlock.AcquireOptions) (holder, error) {
+	if len(o.also) > 0 {
+		return acquireSet(ctx, c, o, name, opts)
+	}
 	if o.limit <= 1 {
 		l, err := c.Acquire(ctx, name, o.ttl, opts)
 		if err != nil {
@@ -54,6 +57,9 @@ func holdEnv(name string, h holder) []string {
 		"REDLOCK_TOKEN=" + h.Token(),
 		"REDLOCK_FENCE=" + strconv.FormatUint(h.Fence(), 10),
 	}
+	if s, ok := h.(setHolder); ok {
+		env = append(env, setEnv(s)...)
+	}
 	if p, ok := h.(*redlock.Permit); ok {
 		env = append(env, "REDLOCK_SLOT="+strconv.Itoa(p.Slot()), "REDLOCK_LIMIT="+strconv.Itoa(p.Limit()))
 	}
@@ -64,6 +70,9 @@ func holdEnv(name string, h holder) []string {
 func holdName(name string, h holder) string {
 	if p, ok := h.(*redlock.Permit); ok {
 		return fmt.Sprintf("permit %d of %d of %q", p.Slot(), p.Limit(), name)
+	}
+	if s, ok := h.(setHolder); ok {
+		return fmt.Sprintf("locks %q", s.Names())
 	}
 	return fmt.Sprintf("lock %q", name)
 }
