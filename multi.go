@@ -259,8 +259,8 @@ func SetSize(token string) int {
 func (c *Client) newMultiLease(names []string, ttl time.Duration, fenced bool) *lease {
 	spec := &multiSpec{locks: make([]string, len(names)), fence: make([]string, len(names))}
 	for i, name := range names {
-		k := c.keys(name)
-		spec.locks[i], spec.fence[i] = k.lock, k.fence
+		lock := c.opts.KeyPrefix + "{" + name + "}" // as appendKeys writes it
+		spec.locks[i], spec.fence[i] = lock, lock+":fence"
 	}
 	first := c.keys(names[0])
 	return c.newLease(strings.Join(names, ","), ttl, leaseSpec{form: formMulti, fenced: fenced,
@@ -279,16 +279,17 @@ var (
 	multiAcquireScript = script("multi_acquire.lua", "counter.lua", "queue.lua", "multi_acquire_rest.lua")
 	multiExtendScript  = script("multi_extend.lua")
 	multiLeaveScript   = script("multi_leave.lua")
-	multiReleaseScript = eachKeyScript(false, "meta_none.lua", "channel_lock.lua", "release.lua", "handon.lua", "release_queued.lua")
-	multiCleanupScript = eachKeyScript(false, "meta_none.lua", "channel_lock.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
-	multiFenceScript   = eachKeyScript(true, "fence.lua")
+	multiReleaseScript = eachKeyScript(false, "multi_release.lua", "meta_none.lua", "channel_lock.lua", "release.lua", "handon.lua", "release_queued.lua")
+	multiCleanupScript = eachKeyScript(false, "", "meta_none.lua", "channel_lock.lua", "cleanup.lua", "handon.lua", "cleanup_queued.lua")
+	multiFenceScript   = eachKeyScript(true, "", "fence.lua")
 )
 
 // eachKeyScript returns the script that runs the one-key script made of
 // files for each of its KEYS in turn, in one atomic step, and returns the
-// sum of their integer replies. With perKey, key i takes ARGV[i] in place
-// of ARGV[1]. The one-key script must read no other key argument.
-func eachKeyScript(perKey bool, files ...string) *transport.Script {
+// sum of their integer replies; after common, a script's common case for
+// every key at once, when not "". With perKey, key i takes ARGV[i] in
+// place of ARGV[1]. The one-key script must read no other key argument.
+func eachKeyScript(perKey bool, common string, files ...string) *transport.Script {
 	body := strings.ReplaceAll(luaSource(files...), "KEYS[1]", "key")
 	if perKey {
 		body = strings.ReplaceAll(body, "ARGV[1]", "ARGV[i]")
@@ -296,7 +297,11 @@ func eachKeyScript(perKey bool, files ...string) *transport.Script {
 	if strings.Contains(body, "KEYS[") {
 		panic("redlock: " + strings.Join(files, "+") + " reads more than one key or argument") // embedded: cannot happen
 	}
-	return transport.NewScript("local function one(key, i)\n" + body +
+	head := ""
+	if common != "" {
+		head = luaSource(common)
+	}
+	return transport.NewScript(head + "local function one(key, i)\n" + body +
 		"\nend\nlocal n = 0\nfor i = 1, #KEYS do\n  n = n + one(KEYS[i], i)\nend\nreturn n\n")
 }
 

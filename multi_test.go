@@ -340,3 +340,14 @@ func TestMultiInspect(t *testing.T) {
 		t.Errorf("Inspect of a plain lock: set %d, %v; want 0", st.Set, err)
 	}
 }
+
+// TestMultiKeysAsLocks: a set's keys are its names' lock and fence keys.
+func TestMultiKeysAsLocks(t *testing.T) {
+	c := newTestClient(t, nodes(t, 1), &Options{KeyPrefix: "p:"})
+	ls := c.newMultiLease([]string{"x", "y"}, time.Second, true)
+	for i, name := range []string{"x", "y"} {
+		if k := c.keys(name); ls.multi.locks[i] != k.lock || ls.multi.fence[i] != k.fence {
+			t.Errorf("set keys of %q = %q, %q; want %q, %q", name, ls.multi.locks[i], ls.multi.fence[i], k.lock, k.fence)
+		}
+	}
+}
