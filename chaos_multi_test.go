@@ -253,3 +253,20 @@ func TestChaosMulti(t *testing.T) {
 	t.Run("22-multi-faults", func(t *testing.T) { chaosMulti(t, "22-multi-faults") })
 	t.Run("control-g-22-first-name-only", func(t *testing.T) { controlMultiFirstOnly(t, "control-g-22-first-name-only") })
 }
+
+// soakSets are the sets that join TestChaosSoak: {soak, soak-m} and
+// {soak-m, soak}, beside its clients of the plain lock soak.
+func soakSets(e *chaosEnv, name string) []*setSim {
+	return []*setSim{e.setClient("m1", []string{name, name + "-m"}), e.setClient("m2", []string{name + "-m", name})}
+}
+
+// runSoakSets runs the soak's sets until ctx ends, in goroutines of wg, and
+// returns their clients, for the soak's faults.
+func runSoakSets(ctx context.Context, wg *sync.WaitGroup, sets []*setSim, ttl time.Duration) []*sim {
+	var cs []*sim
+	for _, s := range sets {
+		wg.Go(func() { s.setWork(ctx, ttl, 2*time.Second, false, new(atomic.Int32)) })
+		cs = append(cs, s.sim)
+	}
+	return cs
+}

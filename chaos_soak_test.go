@@ -77,7 +77,8 @@ func TestChaosSoak(t *testing.T) {
 			c.work(ctx, name, name, ttl, 2*time.Second, hold, o)
 		}()
 	}
-	inj := &injector{e: e, cs: cs, key: key}
+	sets := runSoakSets(ctx, &wg, soakSets(e, name), ttl) // sets of names join (chaos_multi_test.go)
+	inj := &injector{e: e, cs: append(cs, sets...), key: key}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
