@@ -27,7 +27,9 @@ const MaxSetNames = 32
 // name has its own fence, ordered with that name's plain locks' fences, so
 // a guard per resource works unchanged. All methods are safe for
 // concurrent use. A MultiLock has no [Handle]: a set cannot be resumed in
-// another process.
+// another process. The observer's events of a set name it by its names
+// joined by commas, with the first name's fence (on Redis Cluster nodes,
+// each name's lock reports its own events).
 type MultiLock struct {
 	names  []string // sorted
 	fences []uint64 // in names' order
