@@ -298,6 +298,13 @@ func TestMultiBadInput(t *testing.T) {
 	if _, err := c.TryAcquireMulti(ctx, names, time.Second, &AcquireOptions{Retry: DefaultRetry()}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("TryAcquireMulti with a retrying policy = %v; want ErrInvalid", err)
 	}
+	var nilCtx context.Context
+	if _, err := c.AcquireMulti(nilCtx, names, time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AcquireMulti with a nil ctx = %v; want ErrInvalid", err)
+	}
+	if _, err := c.TryAcquireMulti(nilCtx, names, time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TryAcquireMulti with a nil ctx = %v; want ErrInvalid", err)
+	}
 	if _, err := c.AcquireMulti(ctx, names, 0, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("AcquireMulti with TTL 0 = %v; want ErrInvalid", err)
 	}
