@@ -358,3 +358,63 @@ func TestMultiKeysAsLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiRedisErrors: a corrupt fence counter or a lock key of another
+// type on one name fails the set on every node with the node's error, and
+// leaves no lock key of any name behind.
+func TestMultiRedisErrors(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		what  string
+		setup func(k keys) error
+		want  string
+	}{
+		{"corrupt counter", func(k keys) error {
+			for _, n := range ns {
+				if err := n.Set(ctx, k.fence, "not-a-number", 0).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "BADCOUNTER"},
+		{"lock key of another type", func(k keys) error {
+			for _, n := range ns {
+				if err := n.RPush(ctx, k.lock, "x").Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "WRONGTYPE"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			names := multiNames(t, 3)
+			bad := c.keys(names[1])
+			if err := tc.setup(bad); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				for _, n := range ns {
+					n.Del(context.Background(), bad.lock, bad.fence)
+				}
+			}()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := c.AcquireMulti(wctx, names, time.Second, nil)
+			if err == nil || errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("AcquireMulti over a %s = %v; want an error naming %s", tc.what, err, tc.want)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("AcquireMulti over a %s waited for its context; want it to give up at once: %v", tc.what, err)
+			}
+			for i, n := range ns {
+				for _, name := range []string{names[0], names[2]} {
+					if got := n.Exists(ctx, c.keys(name).lock).Val(); got != 0 {
+						t.Errorf("node %d: lock key of %q left behind", i, name)
+					}
+				}
+			}
+		})
+	}
+}
