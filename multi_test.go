@@ -418,3 +418,48 @@ func TestMultiRedisErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiLeaseEnds: the set's lease is one: kept by AutoExtend while
+// every name is held, lost (Done, Err matching ErrLost) once one name is
+// taken away, and ended at its deadline without AutoExtend.
+func TestMultiLeaseEnds(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	names := multiNames(t, 2)
+	m, err := c.AcquireMulti(ctx, names, 600*time.Millisecond, &AcquireOptions{AutoExtend: true})
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := m.Err(); err != nil {
+		t.Fatalf("Err() after 2.5 TTLs under AutoExtend = %v; want held", err)
+	}
+	if _, err := c.ForceRelease(ctx, names[1]); err != nil {
+		t.Fatalf("ForceRelease = %v", err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Done not closed after one name of the set was taken away")
+	}
+	if !errors.Is(m.Err(), ErrLost) {
+		t.Errorf("Err() = %v; want ErrLost", m.Err())
+	}
+	_ = m.Release(ctx)
+
+	m, err = c.AcquireMulti(ctx, names, 300*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	mctx := m.Context(ctx)
+	select {
+	case <-mctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatalf("the set's Context not done after its deadline")
+	}
+	if !errors.Is(context.Cause(mctx), ErrLost) || time.Now().Before(m.ValidUntil()) {
+		t.Errorf("Context cause %v at %v (deadline %v); want ErrLost after the deadline", context.Cause(mctx), time.Now(), m.ValidUntil())
+	}
+	assertNoKeysOf(t, ns, names) // expired with their TTL: nothing stays but the counters
+}
