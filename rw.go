@@ -1,7 +1,12 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/transport"
@@ -141,3 +146,51 @@ func (l *Lock) Shared() bool { return l.ls.form == formShared }
 // Shared reports whether h is a shared hold's handle: Resume makes it a
 // reader's share of the same lease.
 func (h Handle) Shared() bool { return h.kind == 's' }
+
+// Reader is one reader of a read-write lock, as [Client.Inspect] reads it.
+type Reader struct {
+	Token string        // the reader's lock's token (show it to admins only)
+	TTL   time.Duration // its remaining time on the node; in a LockState the longest of the nodes'
+	Nodes int           // in a LockState, on how many nodes it reads; 1 in a NodeState
+}
+
+// MaxInspectReaders is the most readers [Client.Inspect] lists per node.
+const MaxInspectReaders = MaxInspectWaiters
+
+// readReaders fills ns from the inspect script's reply for readers: pttl
+// the marker's, n their number, list "<token> <ms> <token> <ms>...", then
+// the queue.
+func (ns *NodeState) readReaders(pttl, n int64, list string, queue []any) error {
+	ns.Held, ns.Shared, ns.Readers, ns.Holds = true, true, int(n), int(n)
+	ns.TTL = time.Duration(pttl) * time.Millisecond
+	f := strings.Fields(list)
+	for i := 0; i+1 < len(f); i += 2 {
+		ms, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("reader %q with %q ms left is not a reader's", f[i], f[i+1])
+		}
+		ns.ReaderList = append(ns.ReaderList, Reader{Token: f[i], TTL: time.Duration(ms) * time.Millisecond, Nodes: 1})
+	}
+	return ns.readQueue(queue)
+}
+
+// mergeReaders returns the readers of every node, each once, by their
+// longest remaining time, at most MaxInspectReaders.
+func mergeReaders(nodes []NodeState) []Reader {
+	var all []Reader
+	at := map[string]int{}
+	for _, ns := range nodes {
+		for _, r := range ns.ReaderList {
+			i, ok := at[r.Token]
+			if !ok {
+				at[r.Token] = len(all)
+				all = append(all, r)
+				continue
+			}
+			all[i].Nodes++
+			all[i].TTL = max(all[i].TTL, r.TTL)
+		}
+	}
+	slices.SortFunc(all, func(a, b Reader) int { return cmp.Or(cmp.Compare(a.TTL, b.TTL), strings.Compare(a.Token, b.Token)) })
+	return all[:min(len(all), MaxInspectReaders)]
+}
