@@ -39,7 +39,9 @@ func TestReadWriteBadInput(t *testing.T) {
 		what string
 		call func() (*Lock, error)
 	}{
-		{"Metadata", func() (*Lock, error) { return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Metadata: "m"}) }},
+		{"Metadata", func() (*Lock, error) {
+			return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Metadata: "m"})
+		}},
 		{"Reentrant", func() (*Lock, error) {
 			return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Reentrant: true})
 		}},
