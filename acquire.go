@@ -140,6 +140,9 @@ func (c *Client) acquireLease(ctx context.Context, ls *lease, o AcquireOptions, 
 	}
 	ev.Token, ev.Fence, ev.Until = l.ls.token, l.fence, l.ValidUntil()
 	c.observeOf(octx, ls, ev)
+	if ls.form == formShared {
+		a.cl.leaveTurn() // readers share the name: the Client's next call of it goes now (rw.go)
+	}
 	if o.AutoExtend {
 		l.startCappedWatchdog(o.MaxHold)
 	}
