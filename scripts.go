@@ -166,6 +166,9 @@ func (ls *lease) cleanupRequest(value string) *transport.Request {
 // leaveRequest takes the entry of the call at w out of the queue; with
 // gaveUp "1" a release's grant to it goes too.
 func (ls *lease) leaveRequest(w place, gaveUp string) *transport.Request {
+	if ls.multi != nil {
+		return ls.multi.leaveRequest(w) // a set is never granted a key: nothing to give up
+	}
 	k := ls.keys
 	return transport.NewRequest(queueLeaveScript, []string{k.lock}, w.member, k.channel, gaveUp)
 }

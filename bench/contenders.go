@@ -47,6 +47,8 @@ type contender struct {
 	// permit: a semaphore's permit in place of a lock (S1 and S2 only:
 	// beside the lock, what the semaphore's checks cost).
 	permit bool
+	// set: k names per call (S9 only: s9.go).
+	set int
 }
 
 func contenders() []contender {
@@ -62,6 +64,9 @@ func contenders() []contender {
 		{name: "redislock (1 node)", open: openRedislock, nodes: 1},
 	}
 }
+
+// allContenders are the contenders and S9's (which take part in S9 only).
+func allContenders() []contender { return append(contenders(), s9Contenders()...) }
 
 // defaultClients: go-redis defaults, one client per address.
 func defaultClients(addrs []string) []*redis.Client {
