@@ -16,6 +16,7 @@ type Broken struct {
 	Deleted   bool   // a lock key was there and is gone
 	Token     string // the token it held, when Deleted
 	Reentrant bool   // it was a re-entrant lock, when Deleted
+	Shared    bool   // it was held by readers (Client.AcquireShared), when Deleted: Token is ""
 	Metadata  string // its holder's metadata, when Deleted
 }
 
@@ -64,6 +65,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string) ([]Broken, error
 		b.Token, _ = r.Replies[i].Val[1].(string)
 		b.Metadata, _ = r.Replies[i].Val[2].(string)
 		b.Deleted, b.Reentrant = kind != "none", kind == "reentrant"
+		b.Shared = kind == "shared"
 	}
 	var failed []error
 	for _, err := range errs {

@@ -52,12 +52,13 @@ type form interface {
 }
 
 var (
-	formPlain form = plainForm{}
-	formMeta  form = metaForm{}
-	formHold  form = holdForm{}
-	formSlot  form = slotForm{}
-	formSlotM form = slotForm{meta: true}
-	formGate  form = gateForm{}
+	formPlain  form = plainForm{}
+	formMeta   form = metaForm{}
+	formHold   form = holdForm{}
+	formSlot   form = slotForm{}
+	formSlotM  form = slotForm{meta: true}
+	formGate   form = gateForm{}
+	formShared form = sharedForm{} // rw.go
 )
 
 // acquireArgs is the arguments of an acquire script for the string forms

@@ -24,7 +24,7 @@ type Handle struct {
 	token   string
 	attempt int // the winning attempt of a plain lock (0: the releases' grants); 0 for a re-entrant one
 	fence   uint64
-	kind    byte // the lock's form: 'p' plain, 'm' with metadata, 'r' re-entrant (form.handleKind)
+	kind    byte // the lock's form: 'p' plain, 'm' with metadata, 'r' re-entrant, 's' shared (form.handleKind)
 }
 
 // handleVersion starts every handle's text form. Version 1 had no attempt:
@@ -99,7 +99,7 @@ func ParseHandle(s string) (Handle, error) {
 	if len(f) != 6 || f[0] != handleVersion {
 		return bad("want 6 dot-separated parts starting " + handleVersion)
 	}
-	if f[1] != "r" && f[1] != "p" && f[1] != "m" {
+	if f[1] != "r" && f[1] != "p" && f[1] != "m" && f[1] != "s" {
 		return bad("kind " + strconv.Quote(f[1]))
 	}
 	fence, err := strconv.ParseUint(f[2], 10, 64)
@@ -129,7 +129,7 @@ const maxHandleLen = len(handleVersion) + 2 + 20 + 1 + tokenLen + 1 + 19 + 1 + (
 // makes: tokenLen characters of unpadded URL-safe base64, nothing else a
 // node would be sent.
 func (h Handle) check() error {
-	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" || h.kind != 'p' && h.kind != 'm' && h.kind != 'r' {
+	if len(h.token) != tokenLen || strings.Trim(h.token, tokenAlphabet) != "" || h.kind != 'p' && h.kind != 'm' && h.kind != 'r' && h.kind != 's' {
 		return invalidf("redlock: invalid lock handle: use Lock.Handle or ParseHandle to make one")
 	}
 	return checkName(h.name)

@@ -32,6 +32,13 @@ type NodeState struct {
 	TTL       time.Duration // the key's remaining TTL; -1: no expiry (never set by this library)
 	Fence     uint64        // the node's fence counter; 0 when it has none
 
+	// Shared: readers hold the key (Client.AcquireShared; Token is ""),
+	// Readers of them live, the first MaxInspectReaders listed, soonest
+	// expiry first.
+	Shared     bool
+	Readers    int
+	ReaderList []Reader
+
 	// Depth is how many Acquire calls wait in the node's queue (the
 	// holder's own entry, kept until its release, left out), and Waiters
 	// the first [MaxInspectWaiters] of them, in the order the lock will
@@ -62,6 +69,8 @@ type Waiter struct {
 	// Nodes is, in a LockState, on how many nodes it queues; 1 in a
 	// NodeState.
 	Nodes int
+	// Shared: the call waits for the shared side (Client.AcquireShared).
+	Shared bool
 }
 
 // LockState is a lock as [Client.Inspect] found it on every node.
@@ -82,6 +91,11 @@ type LockState struct {
 	// Acquire could take it now. Neither: too few nodes answered, or the
 	// answers are split; the lock's state is unknown.
 	Held, Free bool
+	// Shared: the holder is readers (Holder ""); Readers the most live
+	// readers a node reported, ReaderList the nodes' first ones merged.
+	Shared     bool
+	Readers    int
+	ReaderList []Reader
 	// Answered is how many nodes gave a usable answer: with fewer than
 	// Quorum, neither Held nor Free, nothing is known (not even "free").
 	Answered int
@@ -145,6 +159,7 @@ func (c *Client) inspectKeys(ctx context.Context, name string, k keys) (*LockSta
 		}
 		st.Answered++
 		st.Depth = max(st.Depth, ns.Depth)
+		st.Readers = max(st.Readers, ns.Readers)
 		if ns.Held {
 			count[ns.Token]++
 		} else {
@@ -157,6 +172,10 @@ func (c *Client) inspectKeys(ctx context.Context, name string, k keys) (*LockSta
 		}
 	}
 	st.Held, st.Free = st.HeldOn >= c.quorum, free >= c.quorum
+	st.Shared = st.HeldOn > 0 && st.Holder == ""
+	if st.Shared {
+		st.ReaderList = mergeReaders(st.Nodes)
+	}
 	st.Set = SetSize(st.Holder)
 	st.Waiters = mergeWaiters(st.Nodes)
 	if len(st.Waiters) > 0 {
@@ -210,6 +229,8 @@ func (ns *NodeState) read(v []any) error {
 	case "none":
 		return ns.readQueue(v[7:])
 	case "plain", "reentrant":
+	case "shared":
+		return ns.readReaders(pttl, holds, meta, v[7:])
 	default:
 		return errors.New("WRONGTYPE lock key holds a " + kind + ", not a lock")
 	}
@@ -246,7 +267,8 @@ func (ns *NodeState) readQueue(v []any) error {
 		client, _, _ = strings.Cut(client, ":")
 		since := time.UnixMicro(us)
 		age := time.UnixMilli(now).Sub(since)
-		ns.Waiters = append(ns.Waiters, Waiter{Token: token, Client: client, Since: since, Age: max(age, 0), Nodes: 1})
+		ns.Waiters = append(ns.Waiters, Waiter{Token: token, Client: client, Since: since, Age: max(age, 0), Nodes: 1,
+			Shared: strings.HasSuffix(entry, readerEntryMark)})
 	}
 	return nil
 }

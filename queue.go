@@ -58,6 +58,9 @@ func (w *waiter) init(ls *lease, mode string, start time.Time, client string) {
 			w.grantable = true
 			w.member += ":" + ls.ttlArg + ":" + ls.fenceArg
 		}
+		if ls.form == formShared {
+			w.member += readerEntryMark // a reader's entry (rw.go)
+		}
 		w.priority = strconv.FormatInt(start.UnixMicro(), 10)
 	}
 }

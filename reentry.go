@@ -90,6 +90,8 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 		spec.form, spec.hold = formHold, spec.tag
 	case 'm':
 		spec.form = formMeta
+	case 's': // a reader's share (rw.go)
+		spec.form = formShared
 	}
 	ls := c.newLease(h.name, ttl, spec)
 	hold := ls.form == formHold

@@ -125,7 +125,7 @@ var (
 	// The re-entrant form (reentry.go).
 	holdAcquireScript = script("hold_acquire.lua", "counter.lua", "queue.lua", "hold_acquire_rest.lua")
 	holdExtendScript  = script("hold_extend.lua")
-	holdReleaseScript = script("handon.lua", "hold_release.lua") // its dropDead
+	holdReleaseScript = script("hold_release.lua", "handon.lua", "hold_release_rest.lua")
 
 	// A semaphore's slot (permit.go): the string form's scripts, wrapped
 	// in the semaphore's checks.

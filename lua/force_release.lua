@@ -7,11 +7,15 @@
 -- plain lock's meta key (deleted with the lock key); ARGV[1] the release
 -- channel.
 -- Returns {kind, holder, meta} of what was deleted: kind "none" when there
--- was no lock ("plain" or "reentrant" otherwise), meta the holder's
+-- was no lock ("plain", "reentrant" or "shared": readers, otherwise), meta the holder's
 -- metadata ("" when none; a leader's value: see holderMeta).
 local t = redis.call('TYPE', KEYS[1])['ok']
 local kind, holder, meta = 'none', '', ''
-if t == 'string' then
+if t == 'string' and redis.call('GET', KEYS[1]) == 'rl-readers' then
+  -- A read-write lock's readers (rw.go): the marker and the reader set go.
+  kind = 'shared'
+  redis.call('DEL', KEYS[1] .. ':r')
+elseif t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)
   kind, holder = 'plain', dot and string.sub(v, 1, dot - 1) or v

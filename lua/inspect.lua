@@ -7,7 +7,8 @@
 -- "<token>.<attempt>": holder the token, meta the metadata KEYS[5] keeps
 -- for that token, term the election term announced there, if any: see
 -- holderMeta) or "reentrant" (a hash: holder its owner, holds its number of
--- holds; never a term), or the Redis type of a key that is not a lock; pttl
+-- holds; never a term), "shared" (the readers of a read-write lock, see
+-- readers), or the Redis type of a key that is not a lock; pttl
 -- the key's PTTL (-2 absent, -1 no expiry); counter the fence counter as a
 -- string, or "" when absent or not a string. now is the node's time in ms
 -- (0 when nobody queues); depth the number of live entries in the queue
@@ -18,10 +19,38 @@
 -- the entries read (it is the head when the holder won by waiting).
 -- The script calls only the commands of the README's minimal ACL (no ZCARD,
 -- ZSCORE: ranks count the entries).
+-- readers returns {the number of live readers in the reader set r, the
+-- first max of them: "<token> <ms left>"} (ranks count them, as below).
+local function readers(r, max)
+  local tm = redis.call('TIME')
+  local ms = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  local last = redis.call('ZRANGE', r, -1, -1)[1]
+  if not last then
+    return {0, {}}
+  end
+  local live = redis.call('ZRANGEBYSCORE', r, '(' .. ms, '+inf', 'WITHSCORES', 'LIMIT', 0, max)
+  if #live == 0 then
+    return {0, {}}
+  end
+  local n = redis.call('ZRANK', r, last) - redis.call('ZRANK', r, live[1]) + 1
+  local out = {}
+  for i = 1, #live, 2 do
+    local dot = string.find(live[i], '.', 1, true)
+    out[#out + 1] = (dot and string.sub(live[i], 1, dot - 1) or live[i]) .. ' ' .. string.format('%.0f', tonumber(live[i + 1]) - ms)
+  end
+  return {n, out}
+end
 local t = redis.call('TYPE', KEYS[1])['ok']
 local kind, holder, meta, term, holds = t, '', '', '', 0
 if t == 'none' then
   kind = 'none'
+elseif t == 'string' and redis.call('GET', KEYS[1]) == 'rl-readers' then
+  -- A read-write lock's readers (rw.go): holds their number, meta the
+  -- first ARGV[1] of them by expiry, "<token> <ms left>" joined by
+  -- spaces, from the reader set KEYS[1] .. ':r'.
+  kind, holds = 'shared', readers(KEYS[1] .. ':r', tonumber(ARGV[1]))
+  meta = table.concat(holds[2], ' ')
+  holds = holds[1]
 elseif t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)

@@ -32,6 +32,13 @@ var (
 // one of the N permits of semaphore name. It returns a nil holder with
 // every error (never a typed nil).
 func acquireHold(ctx context.Context, c *redlock.Client, o *runOptions, name string, opts *redlock.AcquireOptions) (holder, error) {
+	if o.shared {
+		l, err := c.AcquireShared(ctx, name, o.ttl, opts)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if len(o.also) > 0 {
 		return acquireSet(ctx, c, o, name, opts)
 	}
@@ -70,6 +77,9 @@ func holdEnv(name string, h holder) []string {
 func holdName(name string, h holder) string {
 	if p, ok := h.(*redlock.Permit); ok {
 		return fmt.Sprintf("permit %d of %d of %q", p.Slot(), p.Limit(), name)
+	}
+	if l, ok := h.(*redlock.Lock); ok && l.Shared() {
+		return fmt.Sprintf("shared hold of lock %q", name)
 	}
 	if s, ok := h.(setHolder); ok {
 		return fmt.Sprintf("locks %q", s.Names())

@@ -66,6 +66,8 @@ func checkAlso(o *runOptions, name string) error {
 		return nil
 	case o.limit > 1:
 		return usagef("run", "redlock: run: -m and -n %d: a set of locks is not a semaphore; give one of them", o.limit)
+	case o.shared:
+		return usagef("run", "redlock: run: -m and --shared: a set of locks is taken exclusively; give one of them")
 	case slices.Contains(o.also, name):
 		return usagef("run", "redlock: run: -m %s: NAME %q is held already; give each name once", name, name)
 	case len(o.also)+1 > redlock.MaxSetNames:

@@ -58,6 +58,7 @@ type runOptions struct {
 	noMetadata   bool
 	maxHold      time.Duration // --max-hold: the watchdog's cap (AcquireOptions.MaxHold); 0: none
 	shell        string        // -c: the command, for sh -c
+	shared       bool          // --shared: the shared side of lock NAME (a reader), not the lock itself
 	extraEnv     []string      // more variables for the command (elect's REDLOCK_TERM)
 	also         namesFlag     // -m: more names held with NAME, all or nothing (multi.go)
 }
@@ -88,6 +89,7 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	fs.StringVar(&o.metadata, "metadata", "", "store `text` as the holder's metadata, shown by status (default \"host HOST pid PID: COMMAND\")")
 	boolVar(fs, &o.noMetadata, "no-metadata", "store no metadata with the lock")
 	fs.DurationVar(&o.maxHold, "max-hold", 0, "stop extending the lock once it has been held this long: it then expires and COMMAND is stopped as on any loss (exit 76); 0: no cap")
+	boolVar(fs, &o.shared, "shared", "take the shared side of lock NAME (a reader): any number of --shared runs at once, none beside a run without it")
 	fs.StringVar(&o.shell, "c", "", "run `'SHELL COMMAND'` with sh -c, instead of a COMMAND after NAME (as flock -c)")
 	cliflags.SetUsage(fs, runUsage)
 	return fs, o
@@ -113,6 +115,10 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: --max-hold %v: want 0 (no cap) or a positive duration such as 1h", o.maxHold)
 	case o.conflictExit < 0 || o.conflictExit > 255:
 		return nil, "", nil, usagef("run", "redlock: run: --conflict-exit-code %d: want 0 to 255", o.conflictExit)
+	case o.shared && o.limit > 1:
+		return nil, "", nil, usagef("run", "redlock: run: --shared and -n %d: a semaphore has no shared side; give one of them", o.limit)
+	case o.shared && set["metadata"]:
+		return nil, "", nil, usagef("run", "redlock: run: --shared and --metadata: a shared hold keeps no metadata; leave --metadata out")
 	case set["metadata"] && o.noMetadata:
 		return nil, "", nil, usagef("run", "redlock: run: --metadata and --no-metadata: give one of them")
 	case len(o.metadata) > redlock.MaxMetadataLen || !utf8.ValidString(o.metadata):
@@ -121,7 +127,7 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 	if err := checkAlso(o, name); err != nil {
 		return nil, "", nil, err
 	}
-	if !set["metadata"] && !o.noMetadata {
+	if !set["metadata"] && !o.noMetadata && !o.shared {
 		o.metadata = holderMetadata(command)
 	}
 	maxGrace := o.maxGrace()

@@ -180,6 +180,8 @@ func printState(w io.Writer, st *redlock.LockState, lockKey string, nodes []node
 			fmt.Fprintf(tw, "%d\t%s\tbad key: %s\t-\t-\t%s\t-", i, addr, oneLine(unwrapAll(ns.Err)), fence)
 		case !ns.Held:
 			fmt.Fprintf(tw, "%d\t%s\tup\tfree\t-\t%s\t%d", i, addr, fence, ns.Depth)
+		case ns.Shared:
+			fmt.Fprintf(tw, "%d\t%s\tup\t%d readers\t%s\t%s\t%d", i, addr, ns.Readers, formatTTL(ns.TTL), fence, ns.Depth)
 		default:
 			fmt.Fprintf(tw, "%d\t%s\tup\t%s\t%s\t%s\t%d", i, addr, short(ns.Token), formatTTL(ns.TTL), fence, ns.Depth)
 		}
@@ -201,6 +203,7 @@ func printState(w io.Writer, st *redlock.LockState, lockKey string, nodes []node
 	}
 	tw.Flush()
 	fmt.Fprintln(w, quorumLine(st))
+	printReaders(w, st)
 	printQueue(w, st)
 }
 
@@ -218,7 +221,11 @@ func printQueue(w io.Writer, st *redlock.LockState) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tTOKEN\tCLIENT\tWAITED\tNODES")
 	for i, wt := range st.Waiters {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d/%d\n", i+1, short(wt.Token), wt.Client, wt.Age.Round(time.Millisecond), wt.Nodes, len(st.Nodes))
+		token := short(wt.Token)
+		if wt.Shared {
+			token += " (reader)"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d/%d\n", i+1, token, wt.Client, wt.Age.Round(time.Millisecond), wt.Nodes, len(st.Nodes))
 	}
 	tw.Flush()
 	if n := st.Depth - len(st.Waiters); n > 0 {
@@ -239,6 +246,9 @@ func formatTTL(d time.Duration) string {
 
 // quorumLine says whether a quorum of the nodes holds the lock, for whom.
 func quorumLine(st *redlock.LockState) string {
+	if st.Held && st.Shared {
+		return fmt.Sprintf("held by quorum: yes (%d readers, %d/%s)", st.Readers, st.HeldOn, nodesN(len(st.Nodes)))
+	}
 	if st.Held {
 		minTTL := time.Duration(-1)
 		for _, ns := range st.Nodes {
@@ -261,4 +271,22 @@ func quorumLine(st *redlock.LockState) string {
 		return fmt.Sprintf("held by quorum: unknown (%d of %s answered, quorum %d)", st.Answered, nodesN(len(st.Nodes)), st.Quorum)
 	}
 	return fmt.Sprintf("held by quorum: unknown (best: token %s on %d/%s, quorum %d)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), st.Quorum)
+}
+
+// printReaders prints the readers of a lock held by readers, the soonest
+// to expire first.
+func printReaders(w io.Writer, st *redlock.LockState) {
+	if !st.Shared || len(st.ReaderList) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "readers: %d, the soonest to expire first\n", st.Readers)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TOKEN\tTTL\tNODES")
+	for _, r := range st.ReaderList {
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\n", short(r.Token), formatTTL(r.TTL), r.Nodes, len(st.Nodes))
+	}
+	tw.Flush()
+	if n := st.Readers - len(st.ReaderList); n > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", n)
+	}
 }

@@ -20,20 +20,29 @@ type statusJSON struct {
 	Head     *waiterJSON  `json:"head"`          // the first waiter, null when nobody waits
 	Waiters  []waiterJSON `json:"waiters"`       // the nodes' waiters merged, the head first
 	Nodes    []nodeJSON   `json:"nodes"`
+	Shared   bool         `json:"shared,omitempty"`  // readers hold the lock (holder "")
+	Readers  []readerJSON `json:"readers,omitempty"` // the nodes' first readers merged, the soonest to expire first
+}
+
+type readerJSON struct {
+	Token string `json:"token"`
+	TTLms int64  `json:"ttl_ms"`
+	Nodes int    `json:"nodes"`
 }
 
 type waiterJSON struct {
 	Token  string    `json:"token"`
 	Client string    `json:"client"`
-	Since  time.Time `json:"since"`  // when it began to wait, by its Client's clock
-	AgeMs  int64     `json:"age_ms"` // how long it has waited, by the node's clock
-	Nodes  int       `json:"nodes"`  // how many nodes list it
+	Since  time.Time `json:"since"`            // when it began to wait, by its Client's clock
+	AgeMs  int64     `json:"age_ms"`           // how long it has waited, by the node's clock
+	Nodes  int       `json:"nodes"`            // how many nodes list it
+	Shared bool      `json:"shared,omitempty"` // it waits to read
 }
 
 func jsonWaiters(ws []redlock.Waiter) []waiterJSON {
 	out := make([]waiterJSON, len(ws))
 	for i, w := range ws {
-		out[i] = waiterJSON{Token: w.Token, Client: w.Client, Since: w.Since, AgeMs: w.Age.Milliseconds(), Nodes: w.Nodes}
+		out[i] = waiterJSON{Token: w.Token, Client: w.Client, Since: w.Since, AgeMs: w.Age.Milliseconds(), Nodes: w.Nodes, Shared: w.Shared}
 	}
 	return out
 }
@@ -52,6 +61,7 @@ type nodeJSON struct {
 	Fence     uint64       `json:"fence"`  // the node's fence counter, 0 when none
 	Depth     int          `json:"depth"`  // how many wait in the node's queue
 	Waiters   []waiterJSON `json:"waiters"`
+	Readers   int          `json:"readers,omitempty"` // live readers, when readers hold the lock
 }
 
 func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
@@ -59,6 +69,10 @@ func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
 		Answered: st.Answered, Depth: st.Depth, Waiters: jsonWaiters(st.Waiters), Nodes: make([]nodeJSON, len(st.Nodes))}
 	if len(out.Waiters) > 0 {
 		out.Head = &out.Waiters[0]
+	}
+	out.Shared = st.Shared
+	for _, r := range st.ReaderList {
+		out.Readers = append(out.Readers, readerJSON{Token: r.Token, TTLms: r.TTL.Milliseconds(), Nodes: r.Nodes})
 	}
 	switch {
 	case st.Held:
@@ -68,7 +82,7 @@ func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
 	}
 	for i, ns := range st.Nodes {
 		n := nodeJSON{Node: i, Addr: nodes[i].addr, Reachable: ns.Reachable, Held: ns.Held, Token: ns.Token,
-			Reentrant: ns.Reentrant, Metadata: ns.Metadata, Holds: ns.Holds, Fence: ns.Fence, Depth: ns.Depth, Waiters: jsonWaiters(ns.Waiters)}
+			Reentrant: ns.Reentrant, Metadata: ns.Metadata, Holds: ns.Holds, Fence: ns.Fence, Depth: ns.Depth, Waiters: jsonWaiters(ns.Waiters), Readers: ns.Readers}
 		if ns.Err != nil {
 			n.Error = oneLine(unwrapAll(ns.Err))
 		}

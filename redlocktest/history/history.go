@@ -135,6 +135,7 @@ type Event struct {
 	At       time.Duration `json:"at_ns"`              // when it ended or was observed
 	Until    time.Duration `json:"until_ns,omitempty"` // Acquire, Extend: the holder's local deadline
 	Limit    int           `json:"limit,omitempty"`    // Acquire: permits of the semaphore Lock; 0 or 1 for a lock
+	Shared   bool          `json:"shared,omitempty"`   // Acquire: a shared hold (a reader of a read-write lock): it may overlap other shared holds, never an exclusive one
 	Accepted bool          `json:"accepted,omitempty"` // Write: the downstream store accepted it
 	Seq      int64         `json:"seq,omitempty"`      // Write: the store's order of acceptance; 0 if rejected
 	Value    int64         `json:"value,omitempty"`    // Write: the value written (for counters: the new count)

@@ -26,6 +26,9 @@ func checkOverlaps(holds []*hold, limits map[string]int) []Violation {
 			}
 			active = believedAt(active, h.acq.At)
 			for _, a := range active {
+				if a.acq.Shared && h.acq.Shared {
+					continue // readers may overlap each other
+				}
 				vs = append(vs, Violation{
 					Kind:   kindOverlap,
 					Events: []Event{a.acq, h.acq},
@@ -99,6 +102,9 @@ func checkFenceTies(holds []*hold) []Violation {
 			if a == nil {
 				first[f] = h
 				continue
+			}
+			if a.acq.Shared && h.acq.Shared {
+				continue // two readers at one fence: a guard accepts both reads
 			}
 			vs = append(vs, Violation{
 				Kind:   kindFenceTie,

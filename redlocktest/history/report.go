@@ -19,7 +19,9 @@ type Report struct {
 	// believed they held the lock. A believed hold runs from Acquire.At to
 	// the earliest of its Release.At, its Lost.At and its local deadline
 	// (Acquire.Until, moved by every successful Extend of the same token;
-	// the last one counts). Semaphores are judged by Permits instead. Redlock promises no overlap only while faults
+	// the last one counts). Shared holds ([Event.Shared], the readers of a
+	// read-write lock) may overlap each other, never an exclusive hold.
+	// Semaphores are judged by Permits instead. Redlock promises no overlap only while faults
 	// stay within a minority of the nodes and clocks are honest, so tests
 	// that break those assumptions expect overlaps and rely on fencing.
 	// Each violation holds the two Acquire events.

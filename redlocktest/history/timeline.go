@@ -308,6 +308,13 @@ func layoutTimeline(title string, events []Event, rep *Report) *timelinePage {
 
 	p.Shapes = append(append(tl.bg, tl.mid...), tl.fg...)
 	p.Legend = legend(locks, lockClass)
+	for _, h := range holds {
+		if h.acq.Shared {
+			p.Legend = append(p.Legend, legendItem{[]shape{{Tag: "rect", Class: "hold c0 shared", X: 2, Y: 3, W: 26, H: 11}},
+				"shared hold (a reader): readers may overlap each other, never an exclusive hold"})
+			break
+		}
+	}
 	for i, v := range rep.Violations() {
 		if i == tlMaxListed {
 			p.More = len(rep.Violations()) - tlMaxListed

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,6 +62,10 @@ func (tl *timeline) drawHolds(events []Event, holds []*hold, lockClass map[strin
 		title := fmt.Sprintf("%s holds %s: fence %d, token %s\nacquire called %s, returned %s\nbelieved until %s (%s); local deadline %s",
 			a.Client, a.Lock, a.Fence, a.Token, ms(a.Start), ms(a.At), ms(h.end), how, ms(h.until))
 		cls := "hold " + lockClass[a.Lock]
+		if a.Shared {
+			cls += " shared"
+			title = strings.Replace(title, " holds ", " reads (shared) ", 1)
+		}
 		if badToken[a.Token] {
 			cls += " viol"
 			title += "\nINVOLVED IN A VIOLATION"
