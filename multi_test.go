@@ -463,3 +463,77 @@ func TestMultiLeaseEnds(t *testing.T) {
 	}
 	assertNoKeysOf(t, ns, names) // expired with their TTL: nothing stays but the counters
 }
+
+// TestMultiFenceWriteBack: when one name's counters diverged, the set's
+// fence for it is the largest its quorum returned, and a quorum holds it
+// afterwards (already, or by the write-back, as for a lock), so that a
+// later plain lock of that name gets a larger fence through any quorum.
+// Counters 100, 100, 5: every quorum meets a 100, so the fence is 101;
+// through nodes 0 and 1 no write-back is needed, through 2 and another it
+// is.
+func TestMultiFenceWriteBack(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	names := multiNames(t, 2)
+	fk := c.keys(names[1]).fence
+	for i, v := range []string{"100", "100", "5"} {
+		if err := ns[i].Set(ctx, fk, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := c.AcquireMulti(ctx, names, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	if got := m.Fence(names[1]); got != 101 {
+		t.Errorf("Fence(%q) = %d; want 101, the largest counter after its INCR", names[1], got)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	atLeast := 0
+	for _, n := range ns {
+		if v, _ := n.Get(ctx, fk).Int64(); v >= 101 {
+			atLeast++
+		}
+	}
+	if atLeast < 2 {
+		t.Errorf("%d nodes hold the counter at 101 or more; want a quorum (the write-back)", atLeast)
+	}
+	// A plain lock through the two nodes that had diverged gets more.
+	pc := newTestClient(t, ns[1:], nil)
+	l, err := pc.Acquire(ctx, names[1], time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	if l.Fence() <= 101 {
+		t.Errorf("plain fence after the set = %d; want above 101", l.Fence())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+
+	// The write-back for certain: counters 200 and 5 on the two live nodes
+	// of three (the third never answers), so the quorum is those two and
+	// only one of them returns the fence.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer dead.Close()
+	wc := newTestClient(t, []redis.UniversalClient{ns[0], ns[1], dead}, nil)
+	for i, v := range []string{"200", "5"} {
+		if err := ns[i].Set(ctx, fk, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err = wc.AcquireMulti(ctx, names, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti with a dead node = %v", err)
+	}
+	defer m.Release(ctx)
+	if got := m.Fence(names[1]); got != 201 {
+		t.Errorf("Fence(%q) = %d; want 201", names[1], got)
+	}
+	if v, _ := ns[1].Get(ctx, fk).Int64(); v < 201 {
+		t.Errorf("node 1's counter = %d after the set's write-back; want 201 or more", v)
+	}
+}
