@@ -112,25 +112,21 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
-		if ls.fenced && ls.multi != nil {
+		if ls.fenced {
 			var wb *transport.Round[int64]
-			if fence, v, wb = c.settleMultiFences(ctx, cl, r, start); wb != nil {
-				ok = false
-				op, agreed = "fence write-back", wb.OK
-				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), noRefusal[int64])
+			if ls.multi != nil {
+				fence, v, wb = c.settleMultiFences(ctx, cl, r, start) // a fence per name (multi.go)
 			} else {
-				ok = v > 0
-			}
-		} else if ls.fenced {
-			var buf [8]uint64
-			fences := buf[:0]
-			for i, rp := range r.Replies {
-				if r.Answered[i] && rp.Err == nil && rp.Val.ok {
-					fences = append(fences, rp.Val.fence)
+				var buf [8]uint64
+				fences := buf[:0]
+				for i, rp := range r.Replies {
+					if r.Answered[i] && rp.Err == nil && rp.Val.ok {
+						fences = append(fences, rp.Val.fence)
+					}
 				}
+				fence, v, wb = c.settleFence(ctx, ls, fences, start)
 			}
-			var wb *transport.Round[int64]
-			if fence, v, wb = c.settleFence(ctx, ls, fences, start); wb != nil {
+			if wb != nil {
 				ok = false
 				op, agreed = "fence write-back", wb.OK
 				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), noRefusal[int64])

@@ -41,19 +41,7 @@ func slotResource(name string, slot int) string { return fmt.Sprintf("%s:slot%d"
 // incrementSlot adds one to the counter of p's slot: a fenced read, then
 // a fenced write, both recorded. It reports whether the write was accepted.
 func (s *sim) incrementSlot(p *redlock.Permit) bool {
-	resource := slotResource(p.Name(), p.Slot())
-	var v int64
-	err := s.rc.Read(resource, p, func() (err error) {
-		v, err = s.e.store.read(resource, p)
-		return err
-	})
-	if err == nil {
-		err = s.rc.Write(resource, p, v+1, func() (int64, error) { return s.e.store.write(resource, v+1, p) })
-	}
-	if err != nil && !errors.Is(err, guard.ErrStaleFence) {
-		s.e.t.Errorf("downstream increment of %s by %s: %v; want nil or ErrStaleFence", resource, s.name, err)
-	}
-	return err == nil
+	return s.incrementAs(p, slotResource(p.Name(), p.Slot()))
 }
 
 // believed counts the permits the workers of a row hold at once, as they

@@ -57,7 +57,11 @@ func TestChaosSoak(t *testing.T) {
 	kinds := soakKinds()
 	var all []*sim
 	for _, k := range kinds {
-		k.sims = e.clients(k.clients)
+		if k.start != nil {
+			k.sims = k.start(e)
+		} else {
+			k.sims = e.clients(k.clients)
+		}
 		all = append(all, k.sims...)
 	}
 	key, _ := e.directKeys(kinds[0].name)
@@ -118,6 +122,8 @@ type soakKind struct {
 	name    string // the name its clients take
 	clients int
 	sims    []*sim
+	// start, if set, starts the kind's clients (else e.clients(clients)).
+	start func(e *chaosEnv) []*sim
 	// work runs client i's critical section until ctx ends.
 	work func(ctx context.Context, s *sim, i int)
 	// after takes the name once more, everything healed (liveness).
@@ -194,7 +200,7 @@ func soakKinds() []*soakKind {
 			t.Errorf("soak: no leadership and accepted write after healing; want both")
 		}
 	}
-	return []*soakKind{plain, reentrant, permit, leader}
+	return []*soakKind{plain, reentrant, permit, leader, soakSetKind()}
 }
 
 // owns reports whether ev belongs to the kind: its holds, the writes to

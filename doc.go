@@ -61,6 +61,13 @@
 // would not be safe), and returns a [Permit] with the lock's lease, fence
 // and signals; waiters queue in the fair order below.
 //
+// Several names are taken at once, all or nothing, by
+// [Client.AcquireMulti]: one script per node takes the whole set or nothing
+// of it, a waiting set queues in every name's queue, and the [MultiLock]
+// has one lease for the set and a fence per name; sets that overlap in any
+// order, and the plain locks of their names, exclude each other without
+// deadlock.
+//
 // Leader election is the lock with a value: [Client.Campaign] waits until
 // the client leads (holds the lock, its value as the metadata, extended by
 // the watchdog) and returns a [Leadership] whose term is the lock's fence;

@@ -27,7 +27,9 @@ const MaxSetNames = 32
 // name has its own fence, ordered with that name's plain locks' fences, so
 // a guard per resource works unchanged. All methods are safe for
 // concurrent use. A MultiLock has no [Handle]: a set cannot be resumed in
-// another process.
+// another process. The observer's events of a set name it by its names
+// joined by commas, with the first name's fence (on Redis Cluster nodes,
+// each name's lock reports its own events).
 type MultiLock struct {
 	names  []string // sorted
 	fences []uint64 // in names' order
@@ -230,7 +232,7 @@ func checkSet(op string, names []string) ([]string, error) {
 
 // multiSpec is what a set's lease adds: the lock keys of its names, sorted
 // as the names are. The lease's own keys are its first name's: the set
-// takes that name's local turn and hears the releases of that name.
+// takes that name's local turn (and hears its releases, and the others': wakeAlso).
 type multiSpec struct {
 	locks []string
 	fence []string // the fence counters, in the same order
@@ -392,4 +394,18 @@ func setFences(g take, k int) ([]uint64, bool) {
 		fs = append(fs, n)
 	}
 	return fs, len(fs) == k
+}
+
+// wakeAlso returns the channels, besides wakeOn's, that a waiting call of
+// ls listens on: for a set waiting in its names' queues, the other names'
+// (a release of any of them may make it the head of every queue).
+func (c *Client) wakeAlso(ls *lease, w *waiter) []string {
+	if ls.multi == nil || w.mode != queueWait {
+		return nil
+	}
+	more := make([]string, 0, len(ls.multi.locks)-1)
+	for _, lock := range ls.multi.locks[1:] {
+		more = append(more, c.opts.KeyPrefix+"released:"+lock+":"+c.waker.id)
+	}
+	return more
 }

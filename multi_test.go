@@ -298,6 +298,13 @@ func TestMultiBadInput(t *testing.T) {
 	if _, err := c.TryAcquireMulti(ctx, names, time.Second, &AcquireOptions{Retry: DefaultRetry()}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("TryAcquireMulti with a retrying policy = %v; want ErrInvalid", err)
 	}
+	var nilCtx context.Context
+	if _, err := c.AcquireMulti(nilCtx, names, time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AcquireMulti with a nil ctx = %v; want ErrInvalid", err)
+	}
+	if _, err := c.TryAcquireMulti(nilCtx, names, time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TryAcquireMulti with a nil ctx = %v; want ErrInvalid", err)
+	}
 	if _, err := c.AcquireMulti(ctx, names, 0, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("AcquireMulti with TTL 0 = %v; want ErrInvalid", err)
 	}
@@ -349,5 +356,184 @@ func TestMultiKeysAsLocks(t *testing.T) {
 		if k := c.keys(name); ls.multi.locks[i] != k.lock || ls.multi.fence[i] != k.fence {
 			t.Errorf("set keys of %q = %q, %q; want %q, %q", name, ls.multi.locks[i], ls.multi.fence[i], k.lock, k.fence)
 		}
+	}
+}
+
+// TestMultiRedisErrors: a corrupt fence counter or a lock key of another
+// type on one name fails the set on every node with the node's error, and
+// leaves no lock key of any name behind.
+func TestMultiRedisErrors(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		what  string
+		setup func(k keys) error
+		want  string
+	}{
+		{"corrupt counter", func(k keys) error {
+			for _, n := range ns {
+				if err := n.Set(ctx, k.fence, "not-a-number", 0).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "BADCOUNTER"},
+		{"lock key of another type", func(k keys) error {
+			for _, n := range ns {
+				if err := n.RPush(ctx, k.lock, "x").Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "WRONGTYPE"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			names := multiNames(t, 3)
+			bad := c.keys(names[1])
+			if err := tc.setup(bad); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				for _, n := range ns {
+					n.Del(context.Background(), bad.lock, bad.fence)
+				}
+			}()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := c.AcquireMulti(wctx, names, time.Second, nil)
+			if err == nil || errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("AcquireMulti over a %s = %v; want an error naming %s", tc.what, err, tc.want)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("AcquireMulti over a %s waited for its context; want it to give up at once: %v", tc.what, err)
+			}
+			for i, n := range ns {
+				for _, name := range []string{names[0], names[2]} {
+					if got := n.Exists(ctx, c.keys(name).lock).Val(); got != 0 {
+						t.Errorf("node %d: lock key of %q left behind", i, name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMultiLeaseEnds: the set's lease is one: kept by AutoExtend while
+// every name is held, lost (Done, Err matching ErrLost) once one name is
+// taken away, and ended at its deadline without AutoExtend.
+func TestMultiLeaseEnds(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	names := multiNames(t, 2)
+	m, err := c.AcquireMulti(ctx, names, 600*time.Millisecond, &AcquireOptions{AutoExtend: true})
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := m.Err(); err != nil {
+		t.Fatalf("Err() after 2.5 TTLs under AutoExtend = %v; want held", err)
+	}
+	if _, err := c.ForceRelease(ctx, names[1]); err != nil {
+		t.Fatalf("ForceRelease = %v", err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Done not closed after one name of the set was taken away")
+	}
+	if !errors.Is(m.Err(), ErrLost) {
+		t.Errorf("Err() = %v; want ErrLost", m.Err())
+	}
+	_ = m.Release(ctx)
+
+	m, err = c.AcquireMulti(ctx, names, 300*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	mctx := m.Context(ctx)
+	select {
+	case <-mctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatalf("the set's Context not done after its deadline")
+	}
+	if !errors.Is(context.Cause(mctx), ErrLost) || time.Now().Before(m.ValidUntil()) {
+		t.Errorf("Context cause %v at %v (deadline %v); want ErrLost after the deadline", context.Cause(mctx), time.Now(), m.ValidUntil())
+	}
+	assertNoKeysOf(t, ns, names) // expired with their TTL: nothing stays but the counters
+}
+
+// TestMultiFenceWriteBack: when one name's counters diverged, the set's
+// fence for it is the largest its quorum returned, and a quorum holds it
+// afterwards (already, or by the write-back, as for a lock), so that a
+// later plain lock of that name gets a larger fence through any quorum.
+// Counters 100, 100, 5: every quorum meets a 100, so the fence is 101;
+// through nodes 0 and 1 no write-back is needed, through 2 and another it
+// is.
+func TestMultiFenceWriteBack(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	names := multiNames(t, 2)
+	fk := c.keys(names[1]).fence
+	for i, v := range []string{"100", "100", "5"} {
+		if err := ns[i].Set(ctx, fk, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := c.AcquireMulti(ctx, names, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	if got := m.Fence(names[1]); got != 101 {
+		t.Errorf("Fence(%q) = %d; want 101, the largest counter after its INCR", names[1], got)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+	atLeast := 0
+	for _, n := range ns {
+		if v, _ := n.Get(ctx, fk).Int64(); v >= 101 {
+			atLeast++
+		}
+	}
+	if atLeast < 2 {
+		t.Errorf("%d nodes hold the counter at 101 or more; want a quorum (the write-back)", atLeast)
+	}
+	// A plain lock through the two nodes that had diverged gets more.
+	pc := newTestClient(t, ns[1:], nil)
+	l, err := pc.Acquire(ctx, names[1], time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire = %v", err)
+	}
+	if l.Fence() <= 101 {
+		t.Errorf("plain fence after the set = %d; want above 101", l.Fence())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release = %v", err)
+	}
+
+	// The write-back for certain: counters 200 and 5 on the two live nodes
+	// of three (the third never answers), so the quorum is those two and
+	// only one of them returns the fence.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer dead.Close()
+	wc := newTestClient(t, []redis.UniversalClient{ns[0], ns[1], dead}, nil)
+	for i, v := range []string{"200", "5"} {
+		if err := ns[i].Set(ctx, fk, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err = wc.AcquireMulti(ctx, names, 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti with a dead node = %v", err)
+	}
+	defer m.Release(ctx)
+	if got := m.Fence(names[1]); got != 201 {
+		t.Errorf("Fence(%q) = %d; want 201", names[1], got)
+	}
+	if v, _ := ns[1].Get(ctx, fk).Int64(); v < 201 {
+		t.Errorf("node 1's counter = %d after the set's write-back; want 201 or more", v)
 	}
 }

@@ -72,7 +72,12 @@ type waitState struct {
 // background: watch never blocks on a node. When it becomes live on a
 // quorum, every waiter on channel is woken once (see setLive).
 func (w *waker) watch(channel, id string) (<-chan struct{}, func() []uint64, func(), bool) {
-	ch := make(chan struct{}, 1)
+	return w.watchWith(channel, id, make(chan struct{}, 1))
+}
+
+// watchWith is watch with the channel the waiter is woken on: a set
+// (multi.go) watches the channels of all its names with one.
+func (w *waker) watchWith(channel, id string, ch chan struct{}) (<-chan struct{}, func() []uint64, func(), bool) {
 	st := &waitState{fences: make([]uint64, len(w.nodes)), grants: make([]bool, len(w.nodes))}
 	granted := func() []uint64 {
 		w.mu.Lock()
@@ -198,6 +203,7 @@ type notices struct {
 	wake        <-chan struct{} // nil until it listens
 	granted     func() []uint64
 	unwatch     func()
+	more        []string // a set's (multi.go): the channels of its other names, which wake it too
 }
 
 // listenEarly picks what a call of ls in the waiting order w listens for,
@@ -208,9 +214,23 @@ type notices struct {
 func (n *notices) listenEarly(c *Client, ls *lease, w *waiter) {
 	n.waker = c.waker
 	n.channel, n.id = c.wakeOn(ls, w)
+	n.more = c.wakeAlso(ls, w)
 	if n.waker.subscribed(n.channel) {
-		n.wake, n.granted, n.unwatch, _ = n.waker.watch(n.channel, n.id)
+		n.watch()
 	}
+}
+
+// watch listens on the call's channel, and on a set's other channels with
+// the same wake channel.
+func (n *notices) watch() (missed bool) {
+	ch := make(chan struct{}, 1)
+	n.wake, n.granted, n.unwatch, missed = n.waker.watchWith(n.channel, n.id, ch)
+	for _, more := range n.more {
+		_, _, unwatch, _ := n.waker.watchWith(more, n.id, ch)
+		first := n.unwatch
+		n.unwatch = func() { first(); unwatch() }
+	}
+	return missed
 }
 
 // listen listens, if it does not yet, and reports whether a notice may
@@ -221,8 +241,7 @@ func (n *notices) listen() (missed bool) {
 	if n.wake != nil {
 		return false
 	}
-	n.wake, n.granted, n.unwatch, missed = n.waker.watch(n.channel, n.id)
-	return missed
+	return n.watch()
 }
 
 // grants returns the fences of the nodes whose releases granted the call

@@ -46,6 +46,22 @@ func TestZeroClient(t *testing.T) {
 			_, err := c.TryCampaign(ctx, "job", time.Second, "me")
 			return err
 		},
+		"AcquireMulti": func(c *Client) error {
+			_, err := c.AcquireMulti(ctx, []string{"job", "job2"}, time.Second, nil)
+			return err
+		},
+		"TryAcquireMulti": func(c *Client) error {
+			_, err := c.TryAcquireMulti(ctx, []string{"job", "job2"}, time.Second, nil)
+			return err
+		},
+		"AcquireShared": func(c *Client) error {
+			_, err := c.AcquireShared(ctx, "job", time.Second, nil)
+			return err
+		},
+		"TryAcquireShared": func(c *Client) error {
+			_, err := c.TryAcquireShared(ctx, "job", time.Second, nil)
+			return err
+		},
 		"Leader":  func(c *Client) error { _, err := c.Leader(ctx, "job"); return err },
 		"Observe": func(c *Client) error { _, err := c.Observe(ctx, "job", nil); return err },
 	}

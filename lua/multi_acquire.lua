@@ -17,8 +17,11 @@
 -- Returns "1:<f1>,...,<fk>", each name's counter after its INCR (in KEYS'
 -- order; "0" without fencing); or "0:<pttl>" when refused, pttl being the
 -- longest TTL of a taken key (0: the keys are free but promised to another
--- waiter), followed in "wait" mode by ":<rank>", the call's rank in the
--- queue of KEYS[1], the name whose releases it is told of.
+-- waiter), followed in "wait" mode by ":<rank>", the call's largest rank
+-- in its names' queues: 0 only when it is the head of every one, so that a
+-- set refused a free key promised to another waiter is behind (it polls
+-- calmly, queue.go) and never "the head of a free key" (which retries at
+-- once).
 -- Errors (WRONGTYPE, BADCOUNTER) come before anything is written.
 local v, fenced, k = ARGV[1], ARGV[3] == '1', #KEYS
 -- The common case, before any helper is made: no key and nobody queues

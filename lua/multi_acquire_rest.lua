@@ -87,7 +87,7 @@ if refused then
   -- queue it is in, so it gets every name once their holders let go
   -- (docs/design.md, "Locks over several names").
   local rank = 0
-  for i = k, 1, -1 do
+  for i = 1, k do
     useQueue(i)
     queueExists = true
     purge()
@@ -95,7 +95,7 @@ if refused then
     redis.call('ZADD', queueTimesKey, now() + tonumber(ARGV[7]), ARGV[5])
     redis.call('PEXPIRE', queueKey, ARGV[7])
     redis.call('PEXPIRE', queueTimesKey, ARGV[7])
-    rank = redis.call('ZRANK', queueKey, ARGV[5])
+    rank = math.max(rank, redis.call('ZRANK', queueKey, ARGV[5]))
   end
   return string.format('0:%.0f:%.0f', pttl, rank)
 end

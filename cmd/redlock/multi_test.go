@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,5 +40,27 @@ func TestRunMulti(t *testing.T) {
 		if code, _, stderr := runCLI(t, append(append([]string{"run", "--nodes", nodesFlag(t)}, args...), "--", "true")...); code != exitUsage {
 			t.Errorf("run %v = %d; want %d (usage); stderr:\n%s", args, code, exitUsage, stderr)
 		}
+	}
+}
+
+// TestStatusMulti: status of a name held as part of a set says so, in text
+// and JSON.
+func TestStatusMulti(t *testing.T) {
+	a, b := lockName(t)+"-a", lockName(t)+"-b"
+	c := sharedClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := c.AcquireMulti(ctx, []string{a, b}, time.Minute, nil)
+	if err != nil {
+		t.Fatalf("AcquireMulti = %v", err)
+	}
+	defer m.Release(context.Background())
+	code, stdout, stderr := runCLI(t, "status", "--nodes", nodesFlag(t), b)
+	if !strings.Contains(stdout, "held as part of a set of 2 names") {
+		t.Errorf("status %s = %d, %q; want it to say the name is held as part of a set of 2; stderr:\n%s", b, code, stdout, stderr)
+	}
+	_, stdout, _ = runCLI(t, "status", "--json", "--nodes", nodesFlag(t), b)
+	if !strings.Contains(stdout, `"set":2`) && !strings.Contains(stdout, `"set": 2`) {
+		t.Errorf("status --json %s = %q; want \"set\": 2", b, stdout)
 	}
 }
