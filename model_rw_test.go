@@ -100,9 +100,9 @@ func (s *rwState) add(m rwMsg) {
 	s.nmsg++
 }
 
+// rwLess orders messages, so that a state's bag of them has one form.
 func rwLess(a, b rwMsg) bool {
-	return [6]uint8{a.kind, a.c, a.n, a.att, a.ok, a.live} != [6]uint8{b.kind, b.c, b.n, b.att, b.ok, b.live} &&
-		slices.Compare([]uint8{a.kind, a.c, a.n, a.att, a.ok, a.live}, []uint8{b.kind, b.c, b.n, b.att, b.ok, b.live}) < 0
+	return slices.Compare([]uint8{a.kind, a.c, a.n, a.att, a.ok, a.live}, []uint8{b.kind, b.c, b.n, b.att, b.ok, b.live}) < 0
 }
 
 func (s *rwState) del(i int) {
@@ -443,50 +443,6 @@ func (w *rwWorld) props(before, s *rwState, actor int, tick bool) string {
 		}
 	}
 	return ""
-}
-
-// explore searches every state reachable from the start, depth first,
-// remembering the states seen by a 64-bit hash of their bytes (a collision
-// would only prune a state: the search can miss, never invent, a
-// violation). It returns the first violation with its trace, and the
-// number of states.
-func (w *rwWorld) explore(limit int) (string, int) {
-	type frame struct {
-		s    rwState
-		acts []rwAct
-		next int
-	}
-	var start rwState
-	seen := map[uint64]struct{}{rwHash(&start): {}}
-	stack := []frame{{s: start, acts: w.actions(&start)}}
-	for len(stack) > 0 {
-		if len(seen) > limit {
-			panic(fmt.Sprintf("model: more than %d states", limit))
-		}
-		f := &stack[len(stack)-1]
-		if f.next == len(f.acts) {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		a := f.acts[f.next]
-		f.next++
-		next := f.s
-		if bad := w.apply(&next, a, nil); bad != "" {
-			var log strings.Builder
-			var s rwState
-			for _, g := range stack {
-				w.apply(&s, g.acts[g.next-1], &log)
-			}
-			return bad + "\n" + log.String(), len(seen)
-		}
-		h := rwHash(&next)
-		if _, ok := seen[h]; ok {
-			continue
-		}
-		seen[h] = struct{}{}
-		stack = append(stack, frame{s: next, acts: w.actions(&next)})
-	}
-	return "", len(seen)
 }
 
 // rwHash is FNV-1a over the state's bytes.
