@@ -117,7 +117,7 @@ func TestReadWriteModelStepsMatchScripts(t *testing.T) {
 			r, a := ra[0], ra[1]
 			want, ok, _ := nodeRWShared(start, now, 3, r, a, v)
 			setup(start)
-			res, err := sharedAcquireScript.Run(ctx, rdb, []string{key}, member(r, a), ms(3), "1", queueBarge).Result()
+			res, err := sharedAcquireScript.Run(ctx, rdb, []string{key}, member(r, a), ms(3), "1", queueBarge, "").Result()
 			check(fmt.Sprintf("%s: shared acquire %s", name, member(r, a)), want, ok, res, err)
 			for _, ttl := range []uint8{1, 5} {
 				want, ok = nodeRWSharedExtend(start, now, ttl, r, a, v)

@@ -18,6 +18,7 @@
 -- Returns 1 when a value went, 0 otherwise.
 local marker = 'rl-readers'
 local readersKey = KEYS[1] .. ':r'
+local metaKey = KEYS[1] .. ':rm' -- the readers' metadata, field by member
 local q, qt = KEYS[1] .. ':q', KEYS[1] .. ':qt'
 local queued = redis.call('EXISTS', q) == 1 and isQueue(q, qt)
 -- A release takes the call's entries out of the queue too: a reader that
@@ -35,6 +36,7 @@ end
 local n = 0
 if ARGV[2] == 'cleanup' then
   n = redis.call('ZREM', readersKey, ARGV[1])
+  redis.call('HDEL', metaKey, ARGV[1])
 else
   local cursor = '0'
   repeat
@@ -42,6 +44,7 @@ else
     cursor = r[1]
     for i = 1, #r[2], 2 do
       n = n + redis.call('ZREM', readersKey, r[2][i])
+      redis.call('HDEL', metaKey, r[2][i])
     end
   until cursor == '0'
 end
@@ -55,6 +58,7 @@ repeat
   local dead = redis.call('ZRANGEBYSCORE', readersKey, '-inf', ms, 'LIMIT', 0, 100)
   if #dead > 0 then
     redis.call('ZREM', readersKey, unpack(dead))
+    redis.call('HDEL', metaKey, unpack(dead))
   end
 until #dead < 100
 local last = redis.call('ZRANGE', readersKey, -1, -1, 'WITHSCORES')
@@ -63,10 +67,14 @@ if last[1] then
     local px = tonumber(last[2]) - ms
     redis.call('PEXPIRE', KEYS[1], px)
     redis.call('PEXPIRE', readersKey, px)
+    if redis.call('EXISTS', metaKey) == 1 then
+      redis.call('PEXPIRE', metaKey, px)
+    end
   end
   return n
 end
 -- Nobody reads any more: the key is free.
+redis.call('DEL', metaKey)
 if cur then
   redis.call('DEL', KEYS[1])
 elseif n == 0 then
