@@ -219,8 +219,14 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 			return l, attempt, nil
 		}
 		if len(n.grants()) > 0 {
-			// Grants to the call on some nodes, and still no quorum: the
-			// releases split the key between waiters (see split).
+			// Grants to the call on some nodes, and the attempt refused:
+			// it may have reached those nodes before the releases did, and
+			// the grants may still make a quorum, their notices on the
+			// way (awaitGrants). When they do not, the releases split the
+			// key between waiters (see split).
+			if l := a.awaitGrants(ctx, &n); l != nil {
+				return l, attempt, nil
+			}
 			a.split(ctx)
 			n.stop()
 			n.listenEarly(c, a.cl.ls, a.w)
@@ -264,6 +270,37 @@ func (a *acquisition) run(ctx context.Context) (*Lock, int, error) {
 			t.Stop()
 			qerr.Err = c.stopped(ctx)
 			return nil, attempt, qerr
+		}
+	}
+}
+
+// awaitGrants takes the key when the call's grants make a quorum, waiting
+// up to the per-node timeout for the notices still on their way: a node
+// answers a release within it, and publishes its grant as it does. It
+// returns nil when the grants do not make a quorum by then, or ctx ends.
+// It runs after a refused attempt: the refusals may be older than the
+// grants (the attempt reached those nodes before the releases did), so
+// they say nothing against them, and a split now would take away a
+// quorum of grants arriving (TestFairLocalTurnQueuesWhenItComes lost its
+// order that way, the split's queue_leave handing the key to the waiter
+// behind).
+func (a *acquisition) awaitGrants(ctx context.Context, n *notices) *Lock {
+	c := a.c
+	if l := c.takeGrant(ctx, a.cl, n.grants(), a.first); l != nil || n.wake == nil {
+		return l
+	}
+	t := time.NewTimer(c.opts.NodeTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.wake:
+			if l := c.takeGrant(ctx, a.cl, n.grants(), a.first); l != nil {
+				return l
+			}
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }

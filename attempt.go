@@ -20,6 +20,7 @@ type take struct {
 	fence uint64 // the counter after the increment, when ok and fenced
 	pttl  int64  // the holder's remaining TTL in ms, when not ok
 	rank  int64  // when not ok: the caller's rank in the queue (0: the head), -1 when not queued
+	more  string // a set's (multi.go), when ok: the fences of its names after the first, comma-separated
 }
 
 // parseTake reads the acquire script's reply: "1:<fence>", or
@@ -30,10 +31,17 @@ func parseTake(s string) (take, error) {
 	switch {
 	case ok && status == "1":
 		f, err := strconv.ParseUint(rest, 10, 64)
+		var more string
+		if err != nil {
+			if first, others, set := strings.Cut(rest, ","); set { // a set's fences (multi_acquire.lua)
+				f, err = strconv.ParseUint(first, 10, 64)
+				more = others
+			}
+		}
 		if err != nil {
 			return take{}, fmt.Errorf("fence counter %q from the acquire script is not a uint64", rest)
 		}
-		return take{ok: true, fence: f}, nil
+		return take{ok: true, fence: f, more: more}, nil
 	case ok && status == "0":
 		g := take{rank: -1}
 		pttl, rank, queued := strings.Cut(rest, ":")
@@ -104,7 +112,16 @@ func (c *Client) try(ctx context.Context, cl *call, w *waiter, attempt int) (*Lo
 	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil {
 		var fence uint64
 		ok := true
-		if ls.fenced {
+		if ls.fenced && ls.multi != nil {
+			var wb *transport.Round[int64]
+			if fence, v, wb = c.settleMultiFences(ctx, cl, r, start); wb != nil {
+				ok = false
+				op, agreed = "fence write-back", wb.OK
+				nodes = nodeErrorsOf(c, wb, min(ls.timeout, v), noRefusal[int64])
+			} else {
+				ok = v > 0
+			}
+		} else if ls.fenced {
 			var buf [8]uint64
 			fences := buf[:0]
 			for i, rp := range r.Replies {

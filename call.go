@@ -45,6 +45,7 @@ type call struct {
 	open    bool       // attempt is being decided
 	held    bool       // attempt won and its lock has not ended, or was lost (not released)
 	late    []int      // nodes of attempt that answered late while it was open
+	fences  []uint64   // a set's fence per name, once it won (multi.go)
 }
 
 // newCall returns the call of ls made by a call with context ctx, with no

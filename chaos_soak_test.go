@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,57 +35,46 @@ func chaosDuration(tb testing.TB) time.Duration {
 	return 20 * time.Second
 }
 
-// TestChaosSoak runs many clients incrementing a fenced counter under one
-// lock while random faults come and go: nodes killed and restarted with
-// their data, paused, paused by CLIENT PAUSE, their clocks jumping forward;
-// clients' paths going down, blackholed or slow; clients stopping past their
-// lease between read and write. Its duration is
-// -chaos.duration, else $REDLOCK_CHAOS_DURATION, else 20s. The store must
-// end with no stale write accepted and no increment lost, fences must
-// never go backwards, and once everything is healed a client must get the
-// lock. Overlaps are allowed only when a clock jumped (Redlock's own
-// assumption broken); fencing is what keeps the store right then. Beside
-// them, readers and writers of a read-write lock on another name
-// (chaos_soak_rw_test.go), reported per kind: no overlap with an exclusive
-// hold there at all.
+// TestChaosSoak mixes every kind of hold under one stream of random faults:
+// nodes killed and restarted with their data, paused, paused by CLIENT
+// PAUSE, their clocks jumping forward; clients' paths going down,
+// blackholed or slow; clients stopping past their lease between read and
+// write. Each kind (soakKinds) has clients of its own on a name of its own
+// and a fenced counter downstream, and is checked on its own: no stale
+// write accepted, no increment lost, fences never backwards, no two
+// holders (a plain lock's overlap is allowed only when a clock jumped:
+// Redlock's own assumption broken, and fencing is what keeps its store
+// right then), no more permits than the limit, no two leaders. Once
+// everything is healed each kind must be taken again (liveness). Its
+// duration is -chaos.duration, else $REDLOCK_CHAOS_DURATION, else 20s.
 func TestChaosSoak(t *testing.T) {
 	from := summary.mark()
 	t.Cleanup(func() { summary.print(t, from) }) // runs last, even after a failure
 	d := chaosDuration(t)
-	const (
-		clients = 10
-		ttl     = time.Second
-		name    = "soak"
-	)
 	// A short per-node timeout: a paused or blackholed node costs every
 	// attempt that much.
 	e := newEnvFor(t, d, 5, redisFenced, &redlock.Options{NodeTimeout: 200 * time.Millisecond})
-	cs := e.clients(clients)
-	key, _ := e.directKeys(name)
+	kinds := soakKinds()
+	var all []*sim
+	for _, k := range kinds {
+		k.sims = e.clients(k.clients)
+		all = append(all, k.sims...)
+	}
+	key, _ := e.directKeys(kinds[0].name)
 
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i, c := range cs {
-		// Half the clients hold briefly; the others work for up to 400ms
-		// (more than TTL/3) under an auto-extended lease.
-		o := &redlock.AcquireOptions{AutoExtend: i%2 == 1}
-		c.pauseOneIn = 10
-		hold := 50 * time.Millisecond
-		if o.AutoExtend {
-			hold = 400 * time.Millisecond
+	for _, k := range kinds {
+		for i, s := range k.sims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k.work(ctx, s, i)
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.work(ctx, name, name, ttl, 2*time.Second, hold, o)
-		}()
 	}
-	// The two sides of a read-write lock on a name of their own: readers
-	// that hold for a while and check the counter does not change under
-	// them, writers that increment it (issue 31).
-	rw := startSoakReadWrite(ctx, e, &wg, ttl)
-	inj := &injector{e: e, cs: append(append([]*sim{}, cs...), rw.clients...), key: key}
+	inj := &injector{e: e, cs: all, key: key}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -93,39 +83,226 @@ func TestChaosSoak(t *testing.T) {
 	wg.Wait()
 	inj.healAll()
 
-	l := mustAcquire(t, cs[0], name, ttl, 10*time.Second, nil, "everything healed (liveness)")
-	if !cs[0].increment(l, name) {
-		t.Errorf("soak: write after healing rejected; want accepted")
+	for _, k := range kinds {
+		k.after(t, k.sims[0])
 	}
-	cs[0].release(l)
 
-	rep := e.check()
-	row := fmt.Sprintf("soak %v, %d clients", d, clients)
-	if n := len(rep.StaleWrites); n != 0 {
-		t.Errorf("row %q: stale writes accepted = %d; want 0:\n%s", row, n, rep)
-	}
-	if n := len(rep.LostIncrements); n != 0 {
-		t.Errorf("row %q: lost increments = %d; want 0:\n%s", row, n, rep)
-	}
-	if n := len(rep.FenceOrder); n != 0 {
-		t.Errorf("row %q: fence-order violations = %d; want 0:\n%s", row, n, rep)
-	}
-	if n := overlapsOf(rep, name); n != 0 && inj.clockJumps == 0 {
-		t.Errorf("row %q: overlaps = %d without any clock jump; want 0:\n%s", row, n, rep)
-	}
-	rw.check(t, row, rep, e.rec.Events())
+	opts := e.checkOptions()
+	events := e.rec.Events()
+	rep := history.Check(withoutShares(events), opts)
+	row := fmt.Sprintf("soak %v, %d clients of %d kinds", d, len(all), len(kinds))
 	if rep.Faults == 0 {
 		t.Errorf("row %q: faults injected = 0; want some", row)
 	}
-	wantAcquisitions(t, row, rep, 2)
-	kinds := map[history.Kind]int{}
-	for _, ev := range e.rec.Events() {
-		kinds[ev.Kind]++
+	t.Logf("%s: %d faults (%d clock jumps)", row, rep.Faults, inj.clockJumps)
+	t.Logf("%-10s %8s %6s %7s %6s %8s %7s %7s %6s %6s %7s", "kind", "acquired", "failed", "extends", "lost",
+		"accepted", "refused", "overlap", "permit", "fence", "stale+lost")
+	for _, k := range kinds {
+		kr := history.Check(k.events(events), k.options(opts))
+		counts := map[history.Kind]int{}
+		for _, ev := range k.events(events) {
+			counts[ev.Kind]++
+		}
+		t.Logf("%-10s %8d %6d %7d %6d %8d %7d %7d %6d %6d %7d", k.kind, kr.Acquisitions, counts[history.AcquireFail],
+			counts[history.Extend], counts[history.Lost], kr.AcceptedWrites, kr.RejectedWrites, len(kr.Overlaps),
+			len(kr.Permits), len(kr.FenceOrder)+len(kr.FenceTies), len(kr.StaleWrites)+len(kr.LostIncrements))
+		k.assert(t, row, kr, inj.clockJumps)
 	}
-	t.Logf("%s: %d faults (%d clock jumps), %d acquisitions, %d failed, %d extends, %d lost, %d writes accepted, %d rejected, %d overlaps, %d late losses",
-		row, rep.Faults, inj.clockJumps, rep.Acquisitions, kinds[history.AcquireFail], kinds[history.Extend], kinds[history.Lost],
-		rep.AcceptedWrites, rep.RejectedWrites, len(rep.Overlaps), len(rep.LateLoss))
 	e.finish(row, rep, nil)
+}
+
+// soakKind is one kind of hold in the soak: its clients, on a name of its
+// own, and how they work, are checked and are taken again after healing.
+type soakKind struct {
+	kind    string // in the report: plain, reentrant, permit, leader
+	name    string // the name its clients take
+	clients int
+	sims    []*sim
+	// work runs client i's critical section until ctx ends.
+	work func(ctx context.Context, s *sim, i int)
+	// after takes the name once more, everything healed (liveness).
+	after func(t *testing.T, s *sim)
+	// overlapsOnClockJumps: the kind's holds may overlap when a node's
+	// clock jumped (only the plain lock's key jumps, injector.key).
+	overlapsOnClockJumps bool
+}
+
+// soakKinds are the kinds the soak mixes: the plain lock (half the clients
+// with a watchdog and a 400ms hold, half brief and once in 10 holds paused
+// past the lease), a re-entrant lock held with a nested share, a
+// semaphore of 2 permits, an election, and the two sides of a read-write
+// lock (chaos_soak_rw_test.go).
+func soakKinds() []*soakKind {
+	const ttl = time.Second
+	plain := &soakKind{kind: "plain", name: "soak", clients: 6, overlapsOnClockJumps: true}
+	plain.work = func(ctx context.Context, s *sim, i int) {
+		// Half the clients hold briefly; the others work for up to 400ms
+		// (more than TTL/3) under an auto-extended lease.
+		o := &redlock.AcquireOptions{AutoExtend: i%2 == 1}
+		s.pauseOneIn = 10
+		hold := 50 * time.Millisecond
+		if o.AutoExtend {
+			hold = 400 * time.Millisecond
+		}
+		s.work(ctx, plain.name, plain.name, ttl, 2*time.Second, hold, o)
+	}
+	plain.after = func(t *testing.T, s *sim) {
+		l := mustAcquire(t, s, plain.name, ttl, 10*time.Second, nil, "everything healed (liveness)")
+		if !s.increment(l, plain.name) {
+			t.Errorf("soak: write after healing rejected; want accepted")
+		}
+		s.release(l)
+	}
+
+	reentrant := &soakKind{kind: "reentrant", name: "soak-reentrant", clients: 2}
+	reentrant.work = func(ctx context.Context, s *sim, _ int) {
+		for ctx.Err() == nil {
+			s.reentrantWork(ctx, reentrant.name, ttl)
+		}
+	}
+	reentrant.after = func(t *testing.T, s *sim) {
+		if !s.reentrantWork(within(t, 10*time.Second), reentrant.name, ttl) {
+			t.Errorf("soak: re-entrant lock not taken and written after healing; want both")
+		}
+	}
+
+	permit := &soakKind{kind: "permit", name: "soak-permits", clients: 3}
+	const limit = 2
+	var b believed
+	permit.work = func(ctx context.Context, s *sim, _ int) {
+		s.permitWork(ctx, &b, permit.name, limit, ttl, 2*time.Second, 100*time.Millisecond)
+	}
+	permit.after = func(t *testing.T, s *sim) {
+		p, err := s.acquirePermit(within(t, 10*time.Second), permit.name, limit, ttl, nil)
+		if err != nil {
+			t.Errorf("soak: permit after healing: %v; want one", err)
+			return
+		}
+		if !s.incrementSlot(p) {
+			t.Errorf("soak: permit's write after healing rejected; want accepted")
+		}
+		s.releasePermit(p)
+	}
+
+	leader := &soakKind{kind: "leader", name: "soak-leader", clients: 2}
+	leader.work = func(ctx context.Context, s *sim, _ int) {
+		for ctx.Err() == nil {
+			s.leaderWork(ctx, leader.name, ttl, 2*time.Second)
+		}
+	}
+	leader.after = func(t *testing.T, s *sim) {
+		if !s.leaderWork(within(t, 10*time.Second), leader.name, ttl, 10*time.Second) {
+			t.Errorf("soak: no leadership and accepted write after healing; want both")
+		}
+	}
+	return []*soakKind{plain, reentrant, permit, leader, soakReadWriteKind(ttl)}
+}
+
+// owns reports whether ev belongs to the kind: its holds, the writes to
+// its resources (the name, or "<name>:..." for a permit's slot), and every
+// fault.
+func (k *soakKind) owns(ev history.Event) bool {
+	switch ev.Kind {
+	case history.Fault, history.Heal, history.MajorityGone:
+		return true
+	}
+	return ev.Lock == k.name || strings.HasPrefix(ev.Lock, k.name+":")
+}
+
+// events is the kind's part of the history. A re-entrant share (a hold
+// made by Reenter, recorded under shareToken) is a view of its lease, not
+// another owner: it is left out, its lease's own events judge the lease.
+func (k *soakKind) events(all []history.Event) []history.Event {
+	var evs []history.Event
+	for _, ev := range withoutShares(all) {
+		if k.owns(ev) {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// withoutShares is the history without the re-entrant shares' events
+// (soakKind.events says why).
+func withoutShares(all []history.Event) []history.Event {
+	var evs []history.Event
+	for _, ev := range all {
+		if !strings.Contains(ev.Token, "/") {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// options are opts with the kind's counters only.
+func (k *soakKind) options(opts *history.CheckOptions) *history.CheckOptions {
+	o := *opts
+	o.Counters = map[string]int64{}
+	for r, v := range opts.Counters {
+		if r == k.name || strings.HasPrefix(r, k.name+":") {
+			o.Counters[r] = v
+		}
+	}
+	return &o
+}
+
+// assert fails the test for any violation in the kind's report rep.
+func (k *soakKind) assert(t *testing.T, row string, rep *history.Report, clockJumps int) {
+	t.Helper()
+	row += ", " + k.kind
+	for what, n := range map[string]int{
+		"stale writes accepted": len(rep.StaleWrites), "lost increments": len(rep.LostIncrements),
+		"fence-order violations": len(rep.FenceOrder), "fence ties": len(rep.FenceTies),
+		"permits over the limit": len(rep.Permits),
+	} {
+		if n != 0 {
+			t.Errorf("row %q: %s = %d; want 0:\n%s", row, what, n, rep)
+		}
+	}
+	if n := len(rep.Overlaps); n != 0 && (!k.overlapsOnClockJumps || clockJumps == 0) {
+		t.Errorf("row %q: overlaps = %d (clock jumps: %d); want 0:\n%s", row, n, clockJumps, rep)
+	}
+	wantAcquisitions(t, row, rep, 2)
+}
+
+// reentrantWork takes name as a re-entrant lock with a watchdog, enters it
+// again (a nested share), increments its counter through the outer hold,
+// and releases both, inner first. It reports whether the increment was
+// accepted.
+func (s *sim) reentrantWork(ctx context.Context, name string, ttl time.Duration) bool {
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	l, err := s.acquire(actx, name, ttl, &redlock.AcquireOptions{Reentrant: true, AutoExtend: true})
+	if err != nil {
+		return false
+	}
+	defer s.release(l)
+	inner, err := l.Reenter(actx, ttl, nil)
+	if err != nil {
+		return false
+	}
+	s.e.mu.Lock()
+	s.e.holds = append(s.e.holds, inner)
+	s.e.mu.Unlock()
+	time.Sleep(rand.N(100 * time.Millisecond))
+	s.release(inner)
+	return s.increment(l, name)
+}
+
+// leaderWork campaigns for name (waiting at most wait), and while it leads
+// for up to 300ms, writes its counter once with its term as the fence;
+// then resigns. It reports whether it led and its write was accepted.
+func (s *sim) leaderWork(ctx context.Context, name string, ttl, wait time.Duration) bool {
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	ld, err := s.campaign(actx, name, ttl)
+	if err != nil {
+		return false
+	}
+	time.Sleep(rand.N(300 * time.Millisecond))
+	ok := s.increment(ld.Lock(), name)
+	s.release(ld.Lock())
+	return ok
 }
 
 // activeFault is a fault of the soak waiting to be healed.
@@ -268,4 +445,40 @@ func (in *injector) healOne(f activeFault) {
 		time.Sleep(time.Until(f.at))
 	}
 	in.e.heal(f.node, client, f.detail, f.heal)
+}
+
+// The soak's per-kind check leaves out only the re-entrant shares: two
+// owners of a kind's name that overlap are still caught, as is a write of
+// one kind's counter lost, while a share inside its own lease is not an
+// owner (the negative control of the soak's filtering; no nodes needed).
+func TestChaosSoakKindCheckCatches(t *testing.T) {
+	k := &soakKind{kind: "reentrant", name: "soak-reentrant"}
+	ms := time.Millisecond
+	events := []history.Event{
+		{Kind: history.Acquire, Client: "a", Lock: k.name, Token: "A", Fence: 1, Start: 0, At: 1 * ms, Until: 100 * ms},
+		{Kind: history.Acquire, Client: "a", Lock: k.name, Token: shareToken("A", "h1"), Fence: 1, Start: 2 * ms, At: 3 * ms, Until: 100 * ms},
+		{Kind: history.Release, Client: "a", Lock: k.name, Token: shareToken("A", "h1"), At: 4 * ms},
+		{Kind: history.Acquire, Client: "b", Lock: k.name, Token: "B", Fence: 2, Start: 5 * ms, At: 6 * ms, Until: 100 * ms},
+		{Kind: history.Acquire, Client: "c", Lock: "soak", Token: "C", Fence: 1, Start: 0, At: 1 * ms, Until: 100 * ms},
+		{Kind: history.Release, Client: "a", Lock: k.name, Token: "A", At: 50 * ms},
+		{Kind: history.Release, Client: "b", Lock: k.name, Token: "B", At: 60 * ms},
+		{Kind: history.Release, Client: "c", Lock: "soak", Token: "C", At: 60 * ms},
+	}
+	for i := range events {
+		events[i].Node = -1
+	}
+	rep := history.Check(k.events(events), k.options(&history.CheckOptions{}))
+	if len(rep.Overlaps) != 1 {
+		t.Errorf("overlaps of A and B = %d; want 1 (two owners of one name caught):\n%s", len(rep.Overlaps), rep)
+	}
+	if len(rep.FenceTies) != 0 {
+		t.Errorf("fence ties = %d; want 0 (A's share is A's lease, not another owner):\n%s", len(rep.FenceTies), rep)
+	}
+	if rep.Acquisitions != 2 {
+		t.Errorf("acquisitions of %s = %d; want 2 (the plain lock's and the share's left out)", k.name, rep.Acquisitions)
+	}
+	// Without the filter, the share ties A's fence: what the soak leaves out.
+	if all := history.Check(events, &history.CheckOptions{}); len(all.FenceTies) == 0 {
+		t.Errorf("the unfiltered history shows no fence tie; the share should tie its lease's fence:\n%s", all)
+	}
 }

@@ -83,6 +83,9 @@ type LockState struct {
 	// no node holds it), on HeldOn nodes.
 	Holder string
 	HeldOn int
+	// Set is k when Holder holds the name as one of a set of k names
+	// ([Client.AcquireMulti]; see [SetSize]), and 0 for a lock of its own.
+	Set int
 	// Held: a quorum of the nodes hold the key for Holder: the lock is
 	// taken. Free: a quorum of the nodes answered without a key: an
 	// Acquire could take it now. Neither: too few nodes answered, or the
@@ -173,6 +176,7 @@ func (c *Client) inspectKeys(ctx context.Context, name string, k keys) (*LockSta
 	if st.Shared {
 		st.ReaderList = mergeReaders(st.Nodes)
 	}
+	st.Set = SetSize(st.Holder)
 	st.Waiters = mergeWaiters(st.Nodes)
 	if len(st.Waiters) > 0 {
 		st.Head = &st.Waiters[0]

@@ -28,6 +28,7 @@ type lease struct {
 	metaArg  string        // what the meta key keeps of it: "<token>:<meta>"
 	tag      string        // Event.Hold of the lock: "" for Acquire's, random for Reenter's and Resume's
 	permit   *permitSpec   // the slot form: the semaphore's keys and the slot (permit.go)
+	multi    *multiSpec    // the set form: the names' keys (multi.go)
 }
 
 // permitSpec is what a slot's lease adds: the limit and the slot (the
@@ -62,6 +63,7 @@ type leaseSpec struct {
 	// semaphore's slot or gate (permit_wait.go), with permit for a slot.
 	keys   *keys
 	permit *permitSpec
+	multi  *multiSpec // the set form (multi.go)
 }
 
 // tokenLen is the length of a token: 16 random bytes in unpadded base64.
@@ -72,7 +74,7 @@ const tokenLen = 22
 // "<token>.1<ttl ms>".
 func (c *Client) newLease(name string, ttl time.Duration, spec leaseSpec) *lease {
 	ls := &lease{name: name, form: spec.form, ttl: ttl, timeout: c.nodeTimeout(ttl), fenced: spec.fenced, fenceArg: "0",
-		meta: spec.meta, tag: spec.tag, permit: spec.permit}
+		meta: spec.meta, tag: spec.tag, permit: spec.permit, multi: spec.multi}
 	if spec.fenced {
 		ls.fenceArg = "1"
 	}

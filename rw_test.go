@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,11 +125,16 @@ func TestReadWriteManyReaders(t *testing.T) {
 				t.Errorf("reader %s: Shared %v, Err %v; want a valid shared lock", l.Token(), l.Shared(), l.Err())
 			}
 		}
-		for i, m := range readerScores(t, ns, key) {
-			if len(m) != len(locks) {
-				t.Errorf("node %d keeps %d readers; want %d", i, len(m), len(locks))
+		// Acquire returns at a quorum: the last nodes' writes may land a
+		// little later.
+		waitUntil(t, fmt.Sprintf("every node keeps the %d readers", len(locks)), func() bool {
+			for _, m := range readerScores(t, ns, key) {
+				if len(m) != len(locks) {
+					return false
+				}
 			}
-		}
+			return true
+		})
 		if _, err := c.TryAcquire(t.Context(), name, time.Second, nil); !errors.Is(err, ErrHeld) {
 			t.Errorf("TryAcquire while %d readers hold = %v; want ErrHeld", len(locks), err)
 		}

@@ -125,7 +125,7 @@ var (
 	// The re-entrant form (reentry.go).
 	holdAcquireScript = script("hold_acquire.lua", "counter.lua", "queue.lua", "hold_acquire_rest.lua")
 	holdExtendScript  = script("hold_extend.lua")
-	holdReleaseScript = script("handon.lua", "hold_release.lua") // its dropDead
+	holdReleaseScript = script("hold_release.lua", "handon.lua", "hold_release_rest.lua")
 
 	// A semaphore's slot (permit.go): the string form's scripts, wrapped
 	// in the semaphore's checks.
@@ -166,6 +166,9 @@ func (ls *lease) cleanupRequest(value string) *transport.Request {
 // leaveRequest takes the entry of the call at w out of the queue; with
 // gaveUp "1" a release's grant to it goes too.
 func (ls *lease) leaveRequest(w place, gaveUp string) *transport.Request {
+	if ls.multi != nil {
+		return ls.multi.leaveRequest(w) // a set is never granted a key: nothing to give up
+	}
 	k := ls.keys
 	return transport.NewRequest(queueLeaveScript, []string{k.lock}, w.member, k.channel, gaveUp)
 }

@@ -49,6 +49,8 @@ type contender struct {
 	permit bool
 	// rw: the read-write lock (S8 only, beside the plain lock).
 	rw bool
+	// set: k names per call (S9 only: s9.go).
+	set int
 }
 
 func contenders() []contender {
@@ -65,6 +67,9 @@ func contenders() []contender {
 		{name: "redislock (1 node)", open: openRedislock, nodes: 1},
 	}
 }
+
+// allContenders are the contenders and S9's (which take part in S9 only).
+func allContenders() []contender { return append(contenders(), s9Contenders()...) }
 
 // defaultClients: go-redis defaults, one client per address.
 func defaultClients(addrs []string) []*redis.Client {

@@ -1,6 +1,6 @@
 -- handOn, dropDead, dropEntries and isQueue: a Lua fragment that release.lua,
--- cleanup.lua and hold_release.lua start with (see scripts.go), not a
--- script of its own.
+-- cleanup.lua and hold_release.lua put after their common case (see
+-- scripts.go), not a script of its own.
 -- handOn(key, q, qt, fenceKey, channel, head) hands a free lock key on to
 -- the head of its waiting order (queue.go): q the queue, qt its expiries,
 -- fenceKey the fence counter, channel the lock's release channel; head is

@@ -39,6 +39,9 @@ func acquireHold(ctx context.Context, c *redlock.Client, o *runOptions, name str
 		}
 		return l, nil
 	}
+	if len(o.also) > 0 {
+		return acquireSet(ctx, c, o, name, opts)
+	}
 	if o.limit <= 1 {
 		l, err := c.Acquire(ctx, name, o.ttl, opts)
 		if err != nil {
@@ -61,6 +64,9 @@ func holdEnv(name string, h holder) []string {
 		"REDLOCK_TOKEN=" + h.Token(),
 		"REDLOCK_FENCE=" + strconv.FormatUint(h.Fence(), 10),
 	}
+	if s, ok := h.(setHolder); ok {
+		env = append(env, setEnv(s)...)
+	}
 	if p, ok := h.(*redlock.Permit); ok {
 		env = append(env, "REDLOCK_SLOT="+strconv.Itoa(p.Slot()), "REDLOCK_LIMIT="+strconv.Itoa(p.Limit()))
 	}
@@ -74,6 +80,9 @@ func holdName(name string, h holder) string {
 	}
 	if l, ok := h.(*redlock.Lock); ok && l.Shared() {
 		return fmt.Sprintf("shared hold of lock %q", name)
+	}
+	if s, ok := h.(setHolder); ok {
+		return fmt.Sprintf("locks %q", s.Names())
 	}
 	return fmt.Sprintf("lock %q", name)
 }

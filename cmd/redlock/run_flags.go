@@ -60,6 +60,7 @@ type runOptions struct {
 	shell        string        // -c: the command, for sh -c
 	shared       bool          // --shared: the shared side of lock NAME (a reader), not the lock itself
 	extraEnv     []string      // more variables for the command (elect's REDLOCK_TERM)
+	also         namesFlag     // -m: more names held with NAME, all or nothing (multi.go)
 }
 
 // maxGrace is the longest --grace allowed: what a lease has left when the
@@ -79,6 +80,7 @@ func runFlags(out io.Writer) (*flag.FlagSet, *runOptions) {
 	o.register(fs, 0)
 	fs.IntVar(&o.limit, "n", 1, "at most `N` commands run at once: take one of N permits of semaphore NAME (1 to "+strconv.Itoa(redlock.MaxPermits)+"; 1 is lock NAME)")
 	fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock lease; the watchdog extends it every ttl/3")
+	fs.Var(&o.also, "m", "also hold lock `NAME2` (repeatable): the command runs under NAME and every -m name at once, taken all or nothing")
 	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration`, 0 to try once, or forever")
 	boolVar(fs, &o.noFence, "no-fence", "do not keep a fencing counter (REDLOCK_FENCE=0)")
 	fs.DurationVar(&o.grace, "grace", defaultGrace, "after a lost lock, time between SIGTERM and SIGKILL; at most ttl - ttl/3 - drift - node timeout (the default is cut to that)")
@@ -119,6 +121,9 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: --metadata and --no-metadata: give one of them")
 	case len(o.metadata) > redlock.MaxMetadataLen || !utf8.ValidString(o.metadata):
 		return nil, "", nil, usagef("run", "redlock: run: --metadata: want at most %d bytes of UTF-8 text, such as a job id", redlock.MaxMetadataLen)
+	}
+	if err := checkAlso(o, name); err != nil {
+		return nil, "", nil, err
 	}
 	if !set["metadata"] && !o.noMetadata {
 		o.metadata = holderMetadata(command)

@@ -256,7 +256,11 @@ func quorumLine(st *redlock.LockState) string {
 				minTTL = ns.TTL
 			}
 		}
-		return fmt.Sprintf("held by quorum: yes (token %s, %d/%s, %s left)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), formatTTL(minTTL))
+		line := fmt.Sprintf("held by quorum: yes (token %s, %d/%s, %s left)", short(st.Holder), st.HeldOn, nodesN(len(st.Nodes)), formatTTL(minTTL))
+		if st.Set > 0 {
+			line += fmt.Sprintf(", held as part of a set of %d names", st.Set)
+		}
+		return line
 	}
 	switch {
 	case st.Free && st.HeldOn == 0:

@@ -14,10 +14,11 @@ type statusJSON struct {
 	State    string       `json:"state"`  // "held", "free" or "unknown"
 	Holder   string       `json:"holder"` // the token on the most nodes, "" when none
 	HeldOn   int          `json:"held_on"`
-	Answered int          `json:"answered"` // nodes that answered
-	Depth    int          `json:"depth"`    // the longest queue of a node
-	Head     *waiterJSON  `json:"head"`     // the first waiter, null when nobody waits
-	Waiters  []waiterJSON `json:"waiters"`  // the nodes' waiters merged, the head first
+	Set      int          `json:"set,omitempty"` // k when the holder holds the name as one of a set of k names
+	Answered int          `json:"answered"`      // nodes that answered
+	Depth    int          `json:"depth"`         // the longest queue of a node
+	Head     *waiterJSON  `json:"head"`          // the first waiter, null when nobody waits
+	Waiters  []waiterJSON `json:"waiters"`       // the nodes' waiters merged, the head first
 	Nodes    []nodeJSON   `json:"nodes"`
 	Shared   bool         `json:"shared,omitempty"`  // readers hold the lock (holder "")
 	Readers  []readerJSON `json:"readers,omitempty"` // the nodes' first readers merged, the soonest to expire first
@@ -65,7 +66,7 @@ type nodeJSON struct {
 }
 
 func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
-	out := statusJSON{Name: st.Name, Key: lockKey, Quorum: st.Quorum, State: "unknown", Holder: st.Holder, HeldOn: st.HeldOn,
+	out := statusJSON{Name: st.Name, Key: lockKey, Quorum: st.Quorum, State: "unknown", Holder: st.Holder, HeldOn: st.HeldOn, Set: st.Set,
 		Answered: st.Answered, Depth: st.Depth, Waiters: jsonWaiters(st.Waiters), Nodes: make([]nodeJSON, len(st.Nodes))}
 	if len(out.Waiters) > 0 {
 		out.Head = &out.Waiters[0]
