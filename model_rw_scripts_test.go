@@ -18,6 +18,23 @@ import (
 // of the node's, so the few ms a step takes never change a whole unit.
 func TestReadWriteModelStepsMatchScripts(t *testing.T) {
 	rdb := nodes(t, 1)[0]
+	if n := rwStepsAgainstScripts(t, rdb, rwVariant{}, t.Errorf); n == 0 {
+		t.Fatal("no step checked")
+	}
+	// The control: the one-TTL node (every reader's expiry set at once)
+	// must disagree with the scripts.
+	mismatches := 0
+	rwStepsAgainstScripts(t, rdb, rwVariant{oneTTL: true}, func(string, ...any) { mismatches++ })
+	if mismatches == 0 {
+		t.Errorf("control: the one-TTL node agrees with every script; want mismatches (the check must be able to fail)")
+	}
+	t.Logf("control: the one-TTL node disagrees with the scripts on %d steps", mismatches)
+}
+
+// rwStepsAgainstScripts runs the comparison for the model's node v,
+// reporting each mismatch to report, and returns the steps it checked.
+func rwStepsAgainstScripts(t *testing.T, rdb redis.UniversalClient, v rwVariant, report func(string, ...any)) int {
+	t.Helper()
 	ctx := t.Context()
 	const key = "redlock:{model-rw}"
 	const unit = 10000 // ms
@@ -94,7 +111,7 @@ func TestReadWriteModelStepsMatchScripts(t *testing.T) {
 			ok = v == 1
 		}
 		if got := read(); got != want || ok != wantOK {
-			t.Errorf("%s: script says ok=%v, node %+v; model says ok=%v, node %+v", what, ok, got, wantOK, want)
+			report("%s: script says ok=%v, node %+v; model says ok=%v, node %+v", what, ok, got, wantOK, want)
 		}
 	}
 
@@ -109,7 +126,6 @@ func TestReadWriteModelStepsMatchScripts(t *testing.T) {
 		n.exp = n.lastReader()
 		starts = append(starts, n)
 	}
-	var v rwVariant
 	steps := 0
 	for _, start := range starts {
 		name := fmt.Sprintf("start %+v", start)
@@ -161,4 +177,5 @@ func TestReadWriteModelStepsMatchScripts(t *testing.T) {
 		steps += 2
 	}
 	t.Logf("%d steps checked against the scripts", steps)
+	return steps
 }
