@@ -136,7 +136,9 @@ type soakKind struct {
 // soakKinds are the kinds the soak mixes: the plain lock (half the clients
 // with a watchdog and a 400ms hold, half brief and once in 10 holds paused
 // past the lease), a re-entrant lock held with a nested share, a
-// semaphore of 2 permits, and an election.
+// semaphore of 2 permits, an election, the two sides of a read-write
+// lock (chaos_soak_rw_test.go) and sets of two names taken in both orders
+// (soakSetKind, chaos_multi_test.go).
 func soakKinds() []*soakKind {
 	const ttl = time.Second
 	plain := &soakKind{kind: "plain", name: "soak", clients: 6, overlapsOnClockJumps: true}
@@ -200,7 +202,7 @@ func soakKinds() []*soakKind {
 			t.Errorf("soak: no leadership and accepted write after healing; want both")
 		}
 	}
-	return []*soakKind{plain, reentrant, permit, leader, soakSetKind()}
+	return []*soakKind{plain, reentrant, permit, leader, soakReadWriteKind(ttl), soakSetKind()}
 }
 
 // owns reports whether ev belongs to the kind: its holds, the writes to

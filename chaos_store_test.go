@@ -67,6 +67,18 @@ func (c *counterStore) write(resource string, v int64, h guard.Holder) (int64, e
 	return v, nil
 }
 
+// current returns resource's counter as the store has it now, without a
+// fence (what a reader sees): 0 before its first accepted write.
+func (c *counterStore) current(resource string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	v, _, err := c.s.Stored(ctx, resource)
+	if err != nil || v == "" {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
 // counters returns the final value of every resource written.
 func (c *counterStore) counters() (map[string]int64, error) {
 	c.mu.Lock()

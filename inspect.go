@@ -230,7 +230,7 @@ func (ns *NodeState) read(v []any) error {
 		return ns.readQueue(v[7:])
 	case "plain", "reentrant":
 	case "shared":
-		return ns.readReaders(pttl, holds, meta, v[7:])
+		return ns.readReaders(pttl, holds, v[2], v[7:])
 	default:
 		return errors.New("WRONGTYPE lock key holds a " + kind + ", not a lock")
 	}

@@ -81,6 +81,7 @@ type Event struct {
 	Auto     bool      // EventExtend: made by the watchdog
 	Waiting  bool      // EventWait: the call started waiting (false: it stopped)
 	Limit    int       // a permit's acquire and wait ([Client.AcquirePermit]): the semaphore's limit; 0 for a lock's
+	Shared   bool      // a shared hold's events ([Client.AcquireShared]): a reader, which may overlap other readers
 	Err      error     // nil on success
 
 	// EventNode only: the operation (EventAcquire, EventExtend or
@@ -103,6 +104,7 @@ func (c *Client) observe(ctx context.Context, e Event) {
 // events from the observer (form.reported).
 func (c *Client) observeOf(ctx context.Context, ls *lease, e Event) {
 	if ls.form.reported(e.Kind) {
+		e.Shared = ls.form == formShared
 		c.observe(ctx, e)
 	}
 }

@@ -116,7 +116,8 @@ func (c *Client) join(ctx context.Context, h Handle, ttl time.Duration, opts *Re
 	now := c.clock.Now()
 	v := validity(ttl, now.Sub(start), c.opts.DriftFactor)
 	until := start.Add(v)
-	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1}
+	ev := Event{Kind: EventAcquire, Name: h.name, Token: h.token, Hold: ls.tag, Fence: h.fence, Start: start, End: now, Attempts: 1,
+		Shared: ls.form == formShared}
 	if r.OK >= c.quorum && v > 0 && ctx.Err() == nil && now.Before(until) && !c.isClosed() {
 		cl.win()
 		l := newLock(c, cl, won, h.fence, until)

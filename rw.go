@@ -47,8 +47,9 @@ const readerEntryMark = ":s"
 // side) that completed before it began. A guard accepts a read whose fence
 // is above the last exclusive fence it recorded (see the guard package).
 //
-// It waits and fails as [Client.Acquire] does. Metadata and Reentrant are
-// refused ([ErrInvalid]); the returned lock's Handle resumes as a reader.
+// It waits and fails as [Client.Acquire] does. opts.Metadata is kept with
+// the reader and shown by [Client.Inspect]; Reentrant is refused
+// ([ErrInvalid]). The returned lock's Handle resumes as a reader.
 func (c *Client) AcquireShared(ctx context.Context, name string, ttl time.Duration, opts *AcquireOptions) (*Lock, error) {
 	if err := c.made(); err != nil {
 		return nil, err
@@ -92,8 +93,9 @@ func (c *Client) acquireShared(ctx context.Context, name string, ttl time.Durati
 	switch {
 	case o.Reentrant:
 		return nil, invalidf("redlock: AcquireShared %q: Reentrant: a shared hold is not re-entrant; take another shared hold, or use Resume", name)
-	case o.Metadata != "":
-		return nil, invalidf("redlock: AcquireShared %q: Metadata: a shared hold keeps no metadata; leave it empty", name)
+	}
+	if err := checkMetadata(o.Metadata); err != nil {
+		return nil, err
 	}
 	if err := checkMaxHold(name, &o); err != nil {
 		return nil, err
@@ -102,7 +104,7 @@ func (c *Client) acquireShared(ctx context.Context, name string, ttl time.Durati
 		o.Retry = DefaultRetry()
 	}
 	start := c.clock.Now()
-	ls := c.newLease(name, ttl, leaseSpec{form: formShared, fenced: !o.NoFence})
+	ls := c.newLease(name, ttl, leaseSpec{form: formShared, fenced: !o.NoFence, meta: o.Metadata})
 	return c.acquireLease(ctx, ls, o, start)
 }
 
@@ -113,7 +115,7 @@ type sharedForm struct{}
 
 func (sharedForm) acquire(ls *lease, w place, value string) *transport.Request {
 	var buf [8]string
-	return transport.NewRequest(sharedAcquireScript, []string{ls.keys.lock}, acquireArgs(&buf, ls, w, value)...)
+	return transport.NewRequest(sharedAcquireScript, []string{ls.keys.lock}, acquireArgs(&buf, ls, w, value, ls.meta)...)
 }
 
 func (sharedForm) extend(ls *lease, ttlArg, won string) *transport.Request {
@@ -149,27 +151,31 @@ func (h Handle) Shared() bool { return h.kind == 's' }
 
 // Reader is one reader of a read-write lock, as [Client.Inspect] reads it.
 type Reader struct {
-	Token string        // the reader's lock's token (show it to admins only)
-	TTL   time.Duration // its remaining time on the node; in a LockState the longest of the nodes'
-	Nodes int           // in a LockState, on how many nodes it reads; 1 in a NodeState
+	Token    string        // the reader's lock's token (show it to admins only)
+	Metadata string        // its AcquireOptions.Metadata
+	TTL      time.Duration // its remaining time on the node; in a LockState the longest of the nodes'
+	Nodes    int           // in a LockState, on how many nodes it reads; 1 in a NodeState
 }
 
 // MaxInspectReaders is the most readers [Client.Inspect] lists per node.
 const MaxInspectReaders = MaxInspectWaiters
 
 // readReaders fills ns from the inspect script's reply for readers: pttl
-// the marker's, n their number, list "<token> <ms> <token> <ms>...", then
+// the marker's, n their number, list {token, ms left, metadata, ...}, then
 // the queue.
-func (ns *NodeState) readReaders(pttl, n int64, list string, queue []any) error {
+func (ns *NodeState) readReaders(pttl, n int64, list any, queue []any) error {
 	ns.Held, ns.Shared, ns.Readers, ns.Holds = true, true, int(n), int(n)
 	ns.TTL = time.Duration(pttl) * time.Millisecond
-	f := strings.Fields(list)
-	for i := 0; i+1 < len(f); i += 2 {
-		ms, err := strconv.ParseInt(f[i+1], 10, 64)
+	f, _ := list.([]any)
+	for i := 0; i+2 < len(f); i += 3 {
+		token, _ := f[i].(string)
+		left, _ := f[i+1].(string)
+		meta, _ := f[i+2].(string)
+		ms, err := strconv.ParseInt(left, 10, 64)
 		if err != nil {
-			return fmt.Errorf("reader %q with %q ms left is not a reader's", f[i], f[i+1])
+			return fmt.Errorf("reader %q with %q ms left is not a reader's", token, left)
 		}
-		ns.ReaderList = append(ns.ReaderList, Reader{Token: f[i], TTL: time.Duration(ms) * time.Millisecond, Nodes: 1})
+		ns.ReaderList = append(ns.ReaderList, Reader{Token: token, TTL: time.Duration(ms) * time.Millisecond, Metadata: meta, Nodes: 1})
 	}
 	return ns.readQueue(queue)
 }

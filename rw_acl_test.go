@@ -15,7 +15,7 @@ func TestReadWriteMinimalACL(t *testing.T) {
 	name := "rw-acl"
 	c1 := newTestClient(t, users, nil)
 	c2 := newTestClient(t, users, nil)
-	r1, err := c1.AcquireShared(t.Context(), name, 10*time.Second, nil)
+	r1, err := c1.AcquireShared(t.Context(), name, 10*time.Second, &AcquireOptions{Metadata: "acl reader"})
 	if err != nil {
 		t.Fatalf("AcquireShared under the minimal ACL = %v", err)
 	}
@@ -31,8 +31,12 @@ func TestReadWriteMinimalACL(t *testing.T) {
 	rch := acquireAsync(t, func(ctx context.Context) (*Lock, error) { return c1.AcquireShared(ctx, name, 10*time.Second, nil) })
 	waitForWaiters(t, c1, name, 2)
 	st, err := c1.Inspect(t.Context(), name)
-	if err != nil || !st.Shared || st.Readers != 2 {
-		t.Fatalf("Inspect under the minimal ACL = %+v, %v; want 2 readers", st, err)
+	meta := map[string]string{}
+	for _, r := range st.ReaderList {
+		meta[r.Token] = r.Metadata
+	}
+	if err != nil || !st.Shared || st.Readers != 2 || meta[r1.Token()] != "acl reader" {
+		t.Fatalf("Inspect under the minimal ACL = %+v, %v; want 2 readers, one with metadata \"acl reader\"", st, err)
 	}
 	for _, r := range []*Lock{r1, r2} {
 		if err := r.Release(t.Context()); err != nil {

@@ -39,8 +39,8 @@ func TestReadWriteBadInput(t *testing.T) {
 		what string
 		call func() (*Lock, error)
 	}{
-		{"Metadata", func() (*Lock, error) {
-			return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Metadata: "m"})
+		{"Metadata too long", func() (*Lock, error) {
+			return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Metadata: strings.Repeat("m", MaxMetadataLen+1)})
 		}},
 		{"Reentrant", func() (*Lock, error) {
 			return c.AcquireShared(t.Context(), name, time.Second, &AcquireOptions{Reentrant: true})
@@ -144,7 +144,7 @@ func TestReadWriteNoStrayKeys(t *testing.T) {
 	c := newTestClient(t, ns, nil)
 	key, _ := c.Keys(name)
 	for range 3 {
-		if _, err := newTestClient(t, ns, nil).AcquireShared(t.Context(), name, 300*time.Millisecond, nil); err != nil {
+		if _, err := newTestClient(t, ns, nil).AcquireShared(t.Context(), name, 300*time.Millisecond, &AcquireOptions{Metadata: "job"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +267,7 @@ func TestReadWriteInspectAndForceRelease(t *testing.T) {
 	name := "rw-inspect"
 	key, _ := c.Keys(name)
 	r1 := sharedLock(t, c, name, 10*time.Second, nil)
-	r2 := sharedLock(t, newTestClient(t, ns, nil), name, 20*time.Second, nil)
+	r2 := sharedLock(t, newTestClient(t, ns, nil), name, 20*time.Second, &AcquireOptions{Metadata: "report job 7"})
 	wc := newTestClient(t, ns, nil)
 	wch := acquireAsync(t, func(ctx context.Context) (*Lock, error) { return wc.Acquire(ctx, name, 10*time.Second, nil) })
 	waitForWaiters(t, c, name, 1)
@@ -282,8 +282,8 @@ func TestReadWriteInspectAndForceRelease(t *testing.T) {
 		t.Fatalf("Inspect = %+v; want held by 2 readers", st)
 	}
 	if st.ReaderList[0].Token != r1.Token() || st.ReaderList[1].Token != r2.Token() || st.ReaderList[1].Nodes != 3 ||
-		st.ReaderList[1].TTL < 15*time.Second {
-		t.Errorf("Inspect readers = %+v; want %s then %s (about 20s), on 3 nodes", st.ReaderList, r1.Token(), r2.Token())
+		st.ReaderList[1].TTL < 15*time.Second || st.ReaderList[1].Metadata != "report job 7" || st.ReaderList[0].Metadata != "" {
+		t.Errorf("Inspect readers = %+v; want %s then %s (about 20s, metadata \"report job 7\"), on 3 nodes", st.ReaderList, r1.Token(), r2.Token())
 	}
 	if len(st.Waiters) != 2 || st.Waiters[0].Shared || !st.Waiters[1].Shared {
 		t.Errorf("Inspect waiters = %+v; want the writer then a reader", st.Waiters)
@@ -299,7 +299,7 @@ func TestReadWriteInspectAndForceRelease(t *testing.T) {
 	}
 	within(t, wch, 2*time.Second, "Acquire after ForceRelease")
 	for i, n := range ns {
-		if n.Exists(t.Context(), key+readersSuffix).Val() != 0 {
+		if n.Exists(t.Context(), key+readersSuffix, key+":rm").Val() != 0 {
 			t.Errorf("node %d keeps the reader set after ForceRelease", i)
 		}
 	}

@@ -47,6 +47,8 @@ type contender struct {
 	// permit: a semaphore's permit in place of a lock (S1 and S2 only:
 	// beside the lock, what the semaphore's checks cost).
 	permit bool
+	// rw: the read-write lock (S8 only, beside the plain lock).
+	rw bool
 	// set: k names per call (S9 only: s9.go).
 	set int
 }
@@ -59,6 +61,7 @@ func contenders() []contender {
 		{name: "redlock (fenced)", open: openRedlock(false), nodes: 5, many: true},
 		{name: "redlock (unfenced)", open: openRedlock(true), nodes: 5, many: true},
 		{name: "redlock permit (limit 4)", open: openRedlockPermit(4), nodes: 5, permit: true},
+		{name: "redlock read-write (fenced)", open: openRedlockRW, nodes: 5, rw: true},
 		{name: "redsync", open: openRedsync(false), nodes: 5, many: true},
 		{name: "redsync (FailFast)", open: openRedsync(true), nodes: 5},
 		{name: "redislock (1 node)", open: openRedislock, nodes: 1},

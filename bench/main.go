@@ -21,14 +21,14 @@ import (
 )
 
 type flags struct {
-	rounds                 int
-	out, only, who         string
-	cpuprofile             string
-	skip                   string
-	s1, s2, s3, s4, s5, s6 time.Duration
-	s7, s9                 time.Duration
-	s7names                int
-	baseline               time.Duration
+	rounds                         int
+	out, only, who                 string
+	cpuprofile                     string
+	skip                           string
+	s1, s2, s3, s4, s5, s6, s8, s9 time.Duration
+	s7                             time.Duration
+	s7names                        int
+	baseline                       time.Duration
 }
 
 func main() {
@@ -46,6 +46,7 @@ func main() {
 	flag.DurationVar(&f.s4, "s4", 3*time.Second, "duration of one S4 measurement")
 	flag.DurationVar(&f.s5, "s5", 3*time.Second, "duration of one S5 measurement")
 	flag.DurationVar(&f.s6, "s6", 4*time.Second, "duration of one S6 measurement")
+	flag.DurationVar(&f.s8, "s8", 3*time.Second, "duration of one S8 measurement")
 	flag.DurationVar(&f.s7, "s7", 10*time.Minute, "the most one S7 measurement may take; it ends earlier when every name is done")
 	flag.DurationVar(&f.s9, "s9", 2*time.Second, "duration of one S9 measurement (per set size and form)")
 	flag.IntVar(&f.s7names, "s7-names", 1_000_000, "S7's number of distinct names (e.g. 20000 for a quick run)")

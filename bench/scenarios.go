@@ -42,9 +42,9 @@ const (
 	kCPU               // seconds, shown as µs with a decimal below 100 µs
 )
 
-func notFloor(c contender) bool { return !c.floor && !c.permit && c.set == 0 }
-func allNodes(c contender) bool { return c.nodes == 5 && !c.permit && c.set == 0 }
-func everyone(c contender) bool { return c.set == 0 }
+func notFloor(c contender) bool { return !c.floor && !c.permit && !c.rw && c.set == 0 }
+func allNodes(c contender) bool { return c.nodes == 5 && !c.permit && !c.rw && c.set == 0 }
+func everyone(c contender) bool { return !c.rw && c.set == 0 }
 func latencyCols() []column {
 	return append([]column{
 		{"lock_p50", "lock p50", kDur}, {"lock_p99", "lock p99", kDur},
@@ -258,6 +258,7 @@ func scenarios(cl *cluster, f *flags, violations *atomic.Int64) []scenario {
 				return s7(ctx, cl, c, addrs, prefix, f.s7names, d)
 			},
 		},
+		s8Scenario(cl, f, violations),
 		s9Scenario(cl, f),
 	}
 }

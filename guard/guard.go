@@ -96,6 +96,16 @@ func Accepts(highest uint64, highestOwner string, fence uint64, owner string) bo
 	return fence > highest || (fence == highest && owner == highestOwner)
 }
 
+// AcceptsRead is the rule for a read under a shared hold of a read-write
+// lock (redlock's AcquireShared): it is valid iff its fence is above
+// lastWrite, the highest fence of the writes the store accepted. Readers
+// share the name, so a read does not raise the guard's fence (a guard's
+// Do, Set or Update would record it and then refuse a reader with a lower
+// fence that is still valid): check reads with this rule against the
+// writes' highest fence (Highest), and send only writes through the guard.
+// Fence 0 (no fencing) is never valid.
+func AcceptsRead(lastWrite, fence uint64) bool { return fence != 0 && fence > lastWrite }
+
 // staleFence returns an error matching ErrStaleFence for resource (as it
 // should be printed), the fence rejected and the highest fence accepted.
 func staleFence(resource string, fence uint64, highest string) error {

@@ -14,7 +14,7 @@ local kind, holder, meta = 'none', '', ''
 if t == 'string' and redis.call('GET', KEYS[1]) == 'rl-readers' then
   -- A read-write lock's readers (rw.go): the marker and the reader set go.
   kind = 'shared'
-  redis.call('DEL', KEYS[1] .. ':r')
+  redis.call('DEL', KEYS[1] .. ':r', KEYS[1] .. ':rm')
 elseif t == 'string' then
   local v = redis.call('GET', KEYS[1])
   local dot = string.find(v, '.', 1, true)

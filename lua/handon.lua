@@ -14,7 +14,9 @@
 -- on channel .. ':' .. <client>; if no connection of the head's Client
 -- listens on this node (its process is gone), the grant is undone. Any
 -- other head gets the notice "<entry>" there, and takes the key with its
--- next attempt. Returns the head's entry, or '' when nobody waits.
+-- next attempt; a reader's (ending ":s", rw.go) is never granted, and the
+-- readers right behind it (up to 63) get their notices too. Returns the
+-- head's entry, or '' when nobody waits.
 -- The scripts call only the commands of the README's minimal ACL.
 -- dropDead takes the entries that expired (dead waiters) out of the queue q
 -- and its expiries qt, by the node's clock.
@@ -58,6 +60,7 @@ local function handOn(key, q, qt, fenceKey, channel, head)
   end
   local token, client, ttl, fenced = string.match(head, '^([^:]+):([^:]+):(%d+):([01])$')
   client = client or string.match(head, '^[^:]*:([^:]+)')
+  local base = channel
   if client then
     channel = channel .. ':' .. client
   end
@@ -71,6 +74,17 @@ local function handOn(key, q, qt, fenceKey, channel, head)
   end
   if not token then
     redis.call('PUBLISH', channel, head)
+    if string.sub(head, -2) == ':s' then
+      -- A reader at the head (rw.go): the readers right behind it are told
+      -- too, and come in with it.
+      for _, e in ipairs(redis.call('ZRANGE', q, 1, 63)) do
+        local c = string.match(e, '^[^:]*:([^:]+)')
+        if string.sub(e, -2) ~= ':s' or not c then
+          break
+        end
+        redis.call('PUBLISH', base .. ':' .. c, e)
+      end
+    end
     return head
   end
   redis.call('SET', key, token .. '.0', 'PX', ttl)

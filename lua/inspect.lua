@@ -20,8 +20,9 @@
 -- The script calls only the commands of the README's minimal ACL (no ZCARD,
 -- ZSCORE: ranks count the entries).
 -- readers returns {the number of live readers in the reader set r, the
--- first max of them: "<token> <ms left>"} (ranks count them, as below).
-local function readers(r, max)
+-- first max of them: token, ms left, metadata (from the hash rm), ...}
+-- (ranks count them, as below).
+local function readers(r, rm, max)
   local tm = redis.call('TIME')
   local ms = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
   local last = redis.call('ZRANGE', r, -1, -1)[1]
@@ -34,9 +35,12 @@ local function readers(r, max)
   end
   local n = redis.call('ZRANK', r, last) - redis.call('ZRANK', r, live[1]) + 1
   local out = {}
+  local metas = redis.call('TYPE', rm)['ok'] == 'hash'
   for i = 1, #live, 2 do
     local dot = string.find(live[i], '.', 1, true)
-    out[#out + 1] = (dot and string.sub(live[i], 1, dot - 1) or live[i]) .. ' ' .. string.format('%.0f', tonumber(live[i + 1]) - ms)
+    out[#out + 1] = dot and string.sub(live[i], 1, dot - 1) or live[i]
+    out[#out + 1] = string.format('%.0f', tonumber(live[i + 1]) - ms)
+    out[#out + 1] = metas and redis.call('HGET', rm, live[i]) or ''
   end
   return {n, out}
 end
@@ -46,10 +50,10 @@ if t == 'none' then
   kind = 'none'
 elseif t == 'string' and redis.call('GET', KEYS[1]) == 'rl-readers' then
   -- A read-write lock's readers (rw.go): holds their number, meta the
-  -- first ARGV[1] of them by expiry, "<token> <ms left>" joined by
-  -- spaces, from the reader set KEYS[1] .. ':r'.
-  kind, holds = 'shared', readers(KEYS[1] .. ':r', tonumber(ARGV[1]))
-  meta = table.concat(holds[2], ' ')
+  -- first ARGV[1] of them by expiry, {token, ms left, metadata, ...}, from
+  -- the reader set KEYS[1] .. ':r' and their metadata KEYS[1] .. ':rm'.
+  kind, holds = 'shared', readers(KEYS[1] .. ':r', KEYS[1] .. ':rm', tonumber(ARGV[1]))
+  meta = holds[2]
   holds = holds[1]
 elseif t == 'string' then
   local v = redis.call('GET', KEYS[1])

@@ -12,7 +12,10 @@
 -- KEYS[1] the lock key; its fence counter is KEYS[1] .. ':fence', its
 -- queue KEYS[1] .. ':q' and ':qt'.
 -- ARGV[1] to ARGV[7] as for acquire.lua; a reader's queue entry ends ":s",
--- which marks it a reader's (handon.lua never grants it the key).
+-- which marks it a reader's (handon.lua never grants it the key). Last
+-- (taken off ARGV here), the reader's metadata, "" for none: kept in the
+-- hash KEYS[1] .. ':rm', field the reader's member, which expires with the
+-- marker and loses each field with its member.
 -- A reader enters when no writer holds the key and no writer's entry comes
 -- before its own in the queue ("try": none in the queue; "barge": the queue
 -- is not looked at): readers queued behind a writer wait behind it, and a
@@ -21,6 +24,7 @@
 -- BADCOUNTER for a corrupt counter, with every key as it was.
 local marker = 'rl-readers'
 local readersKey = KEYS[1] .. ':r'
+local metaKey, meta = KEYS[1] .. ':rm', table.remove(ARGV)
 local fenceKey = KEYS[1] .. ':fence'
 local fenced = ARGV[3] == '1'
 local queueKey, queueTimesKey
@@ -44,6 +48,15 @@ if took then
     return ok -- WRONGTYPE: the readers key is not a sorted set
   end
   redis.call('PEXPIRE', readersKey, ARGV[2])
+  if meta ~= '' then
+    ok = redis.pcall('HSET', metaKey, ARGV[1], meta)
+    if type(ok) ~= 'number' then
+      redis.call('DEL', KEYS[1])
+      redis.call('ZREM', readersKey, ARGV[1])
+      return ok -- WRONGTYPE: the metadata key is not a hash
+    end
+    redis.call('PEXPIRE', metaKey, ARGV[2])
+  end
   local f = '0'
   if fenced then
     incr = redis.pcall('INCR', fenceKey)

@@ -6,7 +6,7 @@
 if took then
   local f, err = fence()
   if not f then
-    redis.call('DEL', KEYS[1])
+    redis.call('DEL', KEYS[1], metaKey)
     redis.call('ZREM', readersKey, ARGV[1])
     return err
   end
@@ -27,6 +27,10 @@ end
 local rt = redis.call('TYPE', readersKey)['ok']
 if rt ~= 'none' and rt ~= 'zset' then
   return redis.error_reply('WRONGTYPE readers key ' .. readersKey .. ' holds a ' .. rt .. ', not a sorted set')
+end
+rt = redis.call('TYPE', metaKey)['ok']
+if rt ~= 'none' and rt ~= 'hash' then
+  return redis.error_reply('WRONGTYPE readers\' metadata key ' .. metaKey .. ' holds a ' .. rt .. ', not a hash')
 end
 local err = queueTypes()
 if err then
@@ -80,6 +84,7 @@ repeat
   local dead = redis.call('ZRANGEBYSCORE', readersKey, '-inf', ms, 'LIMIT', 0, 100)
   if #dead > 0 then
     redis.call('ZREM', readersKey, unpack(dead))
+    redis.call('HDEL', metaKey, unpack(dead))
   end
 until #dead < 100
 local ttl = tonumber(ARGV[2])
@@ -99,6 +104,12 @@ else
   redis.call('SET', KEYS[1], marker, 'PX', px)
 end
 redis.call('PEXPIRE', readersKey, px)
+if meta ~= '' then
+  redis.call('HSET', metaKey, ARGV[1], meta)
+end
+if redis.call('EXISTS', metaKey) == 1 then
+  redis.call('PEXPIRE', metaKey, px)
+end
 -- A queued reader leaves the queue once it reads; when it was the head, the
 -- next entry is told if it is a reader too, so the readers queued together
 -- come in one after the other without waiting for their next poll.

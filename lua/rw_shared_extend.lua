@@ -34,5 +34,9 @@ if redis.call('PTTL', KEYS[1]) < ttl then
 end
 if redis.call('PTTL', readersKey) < ttl then
   redis.call('PEXPIRE', readersKey, ttl)
+  -- The readers' metadata (rw_shared_acquire.lua) expires with the set.
+  if redis.call('EXISTS', KEYS[1] .. ':rm') == 1 then
+    redis.call('PEXPIRE', KEYS[1] .. ':rm', ttl)
+  end
 end
 return 1

@@ -58,7 +58,7 @@ Shared: with --shared, COMMAND runs as a reader of lock NAME: any number
 of --shared runs of NAME run at once, and none while a run without
 --shared (or any other holder of lock NAME) holds it. A reader that comes
 after a waiting writer waits behind it. REDLOCK_FENCE is the reader's fence
-(above every writer's before it). A reader keeps no metadata.
+(above every writer's before it); its metadata is shown among the readers.
 
 Holder: redlock stores "host HOST pid PID: COMMAND ARGS" (its own host name
 and pid, and the command, cut to 256 bytes) with the lock (or permit) as

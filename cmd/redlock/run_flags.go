@@ -117,8 +117,6 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 		return nil, "", nil, usagef("run", "redlock: run: --conflict-exit-code %d: want 0 to 255", o.conflictExit)
 	case o.shared && o.limit > 1:
 		return nil, "", nil, usagef("run", "redlock: run: --shared and -n %d: a semaphore has no shared side; give one of them", o.limit)
-	case o.shared && set["metadata"]:
-		return nil, "", nil, usagef("run", "redlock: run: --shared and --metadata: a shared hold keeps no metadata; leave --metadata out")
 	case set["metadata"] && o.noMetadata:
 		return nil, "", nil, usagef("run", "redlock: run: --metadata and --no-metadata: give one of them")
 	case len(o.metadata) > redlock.MaxMetadataLen || !utf8.ValidString(o.metadata):
@@ -127,7 +125,7 @@ func parseRun(args []string, stdout io.Writer) (o *runOptions, name string, comm
 	if err := checkAlso(o, name); err != nil {
 		return nil, "", nil, err
 	}
-	if !set["metadata"] && !o.noMetadata && !o.shared {
+	if !set["metadata"] && !o.noMetadata {
 		o.metadata = holderMetadata(command)
 	}
 	maxGrace := o.maxGrace()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 // TestReadWriteCLI: run --shared runs beside another reader and not beside
@@ -13,7 +15,7 @@ import (
 func TestReadWriteCLI(t *testing.T) {
 	name := lockName(t)
 	c := sharedClient(t)
-	r, err := c.AcquireShared(t.Context(), name, time.Minute, nil)
+	r, err := c.AcquireShared(t.Context(), name, time.Minute, &redlock.AcquireOptions{Metadata: "nightly export"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func TestReadWriteCLI(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, "status", "--nodes", nodesFlag(t), name)
 	if code != 0 || !strings.Contains(stdout, "held by quorum: yes (1 readers, 3/3 nodes)") ||
-		!strings.Contains(stdout, "readers: 1") || !strings.Contains(stdout, r.Token()[:8]) {
+		!strings.Contains(stdout, "readers: 1") || !strings.Contains(stdout, r.Token()[:8]) || !strings.Contains(stdout, `"nightly export"`) {
 		t.Errorf("status with a reader = %d:\n%s%s\nwant held by 1 reader, listed", code, stdout, stderr)
 	}
 	_, stdout, _ = runCLI(t, "status", "--json", "--nodes", nodesFlag(t), name)
@@ -34,7 +36,7 @@ func TestReadWriteCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || !st.Shared || len(st.Readers) != 1 || st.Readers[0].Token != r.Token() {
 		t.Errorf("status --json with a reader = %s (%v); want shared, the reader listed", stdout, err)
 	}
-	for _, args := range [][]string{{"--shared", "-n", "2"}, {"--shared", "--metadata", "x"}} {
+	for _, args := range [][]string{{"--shared", "-n", "2"}} {
 		argv := append(append([]string{"run", "--nodes", nodesFlag(t)}, args...), name, "--", "true")
 		if code, _, _ := runCLI(t, argv...); code != exitUsage {
 			t.Errorf("run %v = %d; want %d (usage)", args, code, exitUsage)

@@ -281,9 +281,9 @@ func printReaders(w io.Writer, st *redlock.LockState) {
 	}
 	fmt.Fprintf(w, "readers: %d, the soonest to expire first\n", st.Readers)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TOKEN\tTTL\tNODES")
+	fmt.Fprintln(tw, "  TOKEN\tTTL\tNODES\tMETADATA")
 	for _, r := range st.ReaderList {
-		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\n", short(r.Token), formatTTL(r.TTL), r.Nodes, len(st.Nodes))
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%q\n", short(r.Token), formatTTL(r.TTL), r.Nodes, len(st.Nodes), r.Metadata)
 	}
 	tw.Flush()
 	if n := st.Readers - len(st.ReaderList); n > 0 {

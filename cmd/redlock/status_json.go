@@ -25,9 +25,10 @@ type statusJSON struct {
 }
 
 type readerJSON struct {
-	Token string `json:"token"`
-	TTLms int64  `json:"ttl_ms"`
-	Nodes int    `json:"nodes"`
+	Token    string `json:"token"`
+	TTLms    int64  `json:"ttl_ms"`
+	Nodes    int    `json:"nodes"`
+	Metadata string `json:"metadata,omitempty"`
 }
 
 type waiterJSON struct {
@@ -72,7 +73,7 @@ func jsonState(st *redlock.LockState, lockKey string, nodes []node) statusJSON {
 	}
 	out.Shared = st.Shared
 	for _, r := range st.ReaderList {
-		out.Readers = append(out.Readers, readerJSON{Token: r.Token, TTLms: r.TTL.Milliseconds(), Nodes: r.Nodes})
+		out.Readers = append(out.Readers, readerJSON{Token: r.Token, TTLms: r.TTL.Milliseconds(), Nodes: r.Nodes, Metadata: r.Metadata})
 	}
 	switch {
 	case st.Held:

@@ -69,7 +69,7 @@ func (c Client) Options(opts *redlock.Options) *redlock.Options {
 // chains observers itself. It does not use ctx.
 func (c Client) Observe(_ context.Context, e redlock.Event) {
 	ev := history.Event{Client: c.name, Lock: e.Name, Token: e.Token, Fence: e.Fence,
-		Start: c.stamp(e.Start), At: c.stamp(e.End), Limit: e.Limit}
+		Start: c.stamp(e.Start), At: c.stamp(e.End), Limit: e.Limit, Shared: e.Shared}
 	switch e.Kind {
 	case redlock.EventAcquire:
 		ev.Kind = history.Acquire
