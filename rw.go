@@ -139,7 +139,7 @@ func (sharedForm) handleKind() byte                      { return 's' }
 var (
 	sharedAcquireScript = script("rw_shared_acquire.lua", "counter.lua", "queue.lua", "rw_shared_acquire_rest.lua")
 	sharedExtendScript  = script("rw_shared_extend.lua")
-	sharedReleaseScript = script("handon.lua", "rw_shared_release.lua")
+	sharedReleaseScript = script("rw_shared_release.lua", "handon.lua", "rw_shared_release_queued.lua")
 )
 
 // Shared reports whether the lock is a shared hold ([Client.AcquireShared]).

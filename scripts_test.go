@@ -11,8 +11,9 @@ import (
 // Every script a form runs for acquire, extend, release and cleanup answers
 // its common case before it makes any helper (a local function): the
 // helpers of the rarer paths cost nothing where they are not needed. The
-// semaphore's slot() (permit.lua) is no helper but the wrapped acquire
-// itself, and is skipped. (No Redis needed: it reads the sources.)
+// semaphore's slot() (permit.lua) and a set's one() (eachKeyScript) are no
+// helpers but the wrapped script itself, and are skipped. (No Redis
+// needed: it reads the sources.)
 func TestScriptsCommonCaseFirst(t *testing.T) {
 	helper := regexp.MustCompile(`(?m)^\s*local function (\w+)`)
 	ret := regexp.MustCompile(`(?m)^\s*return\b`)
@@ -26,11 +27,14 @@ func TestScriptsCommonCaseFirst(t *testing.T) {
 		"slot extend": slotExtendScript, "slot meta extend": slotMetaExtendScript,
 		"slot release": slotReleaseScript, "slot meta release": slotMetaReleaseScript,
 		"slot cleanup": slotCleanupScript, "slot meta cleanup": slotMetaCleanupScript,
+		"shared acquire": sharedAcquireScript, "shared extend": sharedExtendScript, "shared release": sharedReleaseScript,
+		"set acquire": multiAcquireScript, "set extend": multiExtendScript, "set release": multiReleaseScript,
+		"set cleanup": multiCleanupScript,
 	} {
 		src := s.Source()
 		first := -1
 		for _, m := range helper.FindAllStringSubmatchIndex(src, -1) {
-			if src[m[2]:m[3]] != "slot" {
+			if name := src[m[2]:m[3]]; name != "slot" && name != "one" {
 				first = m[0]
 				break
 			}
