@@ -168,7 +168,12 @@ func TestQueueNoticeConnectionsOpenAtFirstWaitingAcquire(t *testing.T) {
 	client := func() *Client {
 		ns := make([]redis.UniversalClient, n)
 		for i := range ns {
-			rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i), OnConnect: func(context.Context, *redis.Conn) error {
+			// One pooled connection per node: the count is then the pool's 1
+			// and the notice connections (a pub/sub connection is not the
+			// pool's). With more, a node whose acquire answered after the
+			// quorum could take a second pooled connection for the release,
+			// which a loaded machine did.
+			rc := redis.NewClient(&redis.Options{Addr: cluster(t).Addr(i), PoolSize: 1, OnConnect: func(context.Context, *redis.Conn) error {
 				dials[i].Add(1)
 				return nil
 			}})
