@@ -48,7 +48,8 @@ func TestFormRequests(t *testing.T) {
 		"slot":          {1, append(string4, "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix"}, []string{"value"}},
 		"slot with metadata": {1, append(string4, "metadata", "limit", "yield"), []string{"won", "ttl", "limit"}, []string{"prefix"},
 			[]string{"value"}},
-		"gate": {1, string4, []string{"won", "ttl"}, []string{"prefix"}, []string{"value"}},
+		"gate":   {1, string4, []string{"won", "ttl"}, []string{"prefix"}, []string{"value"}},
+		"shared": {1, append(string4, "metadata"), []string{"won", "ttl"}, []string{"prefix", "release"}, []string{"value", "cleanup"}},
 	}
 	forms := []struct {
 		name string
@@ -57,6 +58,7 @@ func TestFormRequests(t *testing.T) {
 	}{
 		{"plain", formPlain, ""}, {"with metadata", formMeta, "m"}, {"re-entrant", formHold, "m"},
 		{"slot", formSlot, ""}, {"slot with metadata", formSlotM, "m"}, {"gate", formGate, ""},
+		{"shared", formShared, ""},
 	}
 	if len(forms) != len(shapes) {
 		t.Fatalf("%d forms listed, %d shapes: list every form", len(forms), len(shapes))
