@@ -16,10 +16,12 @@ if r == 1 or type(r) == 'string' and string.sub(r, 1, 2) == '1:' then
     local write = stale or fresh
     if not write then
       local lp = redis.call('PTTL', limitKey)
-      write = lp ~= -1 and lp < p
+      write = lp ~= -1 and lp <= p
     end
     if write then
-      redis.call('SET', limitKey, limit, 'PX', p)
+      -- A ms longer than the slot's PTTL, which rounds its remaining time
+      -- down: the record never expires before the slot it backs.
+      redis.call('SET', limitKey, limit, 'PX', p + 1)
     end
   end
 end
