@@ -31,7 +31,7 @@ type Lock struct {
 	err      error                           // nil while held; the loss (matching ErrLost) or ErrReleased after
 	cause    error                           // the last failed extend round: why the lock is lost if the deadline passes
 	released bool                            // Release has been called
-	contexts map[int]context.CancelCauseFunc // live contexts from Context, cancelled when the lock ends
+	contexts map[int]context.CancelCauseFunc // live contexts from Context, cancelled when the lock ends (nil until the first)
 	nextCtx  int                             // key of the next entry in contexts
 }
 
@@ -39,8 +39,7 @@ type Lock struct {
 // counting won on the nodes (lease.counted).
 func newLock(c *Client, cl *call, won string, fence uint64, until time.Time) *Lock {
 	fence = cl.ls.form.fence(cl.ls, fence)
-	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1),
-		contexts: map[int]context.CancelCauseFunc{}}
+	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1)}
 	l.mu.Lock()
 	l.setDeadlineLocked(until)
 	l.mu.Unlock()
@@ -106,6 +105,9 @@ func (l *Lock) Context(parent context.Context) context.Context {
 	}
 	id := l.nextCtx
 	l.nextCtx++
+	if l.contexts == nil {
+		l.contexts = map[int]context.CancelCauseFunc{}
+	}
 	l.contexts[id] = cancel
 	// Once ctx ends (its parent ended, or the lock did), forget it.
 	context.AfterFunc(ctx, func() {

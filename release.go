@@ -50,9 +50,11 @@ func (l *Lock) Release(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("redlock: %q was lost before Release: %w", l.ls.name, err))
 	}
 	quorum := r.OK >= c.quorum
-	for i, err := range nodeErrorsOf(c, r, c.opts.NodeTimeout, noRefusal[int64]) {
-		if err != nil && (r.Answered[i] || !quorum) { // a straggler of a quorum is not a failure (yet)
-			errs = append(errs, err)
+	if !quorum || answeredError(r) { // (the common case makes no error to drop)
+		for i, err := range nodeErrorsOf(c, r, c.opts.NodeTimeout, noRefusal[int64]) {
+			if err != nil && (r.Answered[i] || !quorum) { // a straggler of a quorum is not a failure (yet)
+				errs = append(errs, err)
+			}
 		}
 	}
 	if len(errs) > 0 && ctx.Err() != nil {
@@ -64,6 +66,17 @@ func (l *Lock) Release(ctx context.Context) error {
 }
 
 func releaseAccepted(_ int64, err error) bool { return err == nil }
+
+// answeredError reports whether a node that answered in round r answered
+// with an error.
+func answeredError[T any](r *transport.Round[T]) bool {
+	for i, rp := range r.Replies {
+		if r.Answered[i] && rp.Err != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // releaseQuorum deletes the key of cl's lock on every node and returns once
 // a quorum confirmed (or every node answered, the per-node timeout passed,

@@ -24,6 +24,7 @@ type flags struct {
 	rounds                         int
 	out, only, who                 string
 	cpuprofile                     string
+	memprofile                     string
 	skip                           string
 	s1, s2, s3, s4, s5, s6, s8, s9 time.Duration
 	s7                             time.Duration
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&f.skip, "skip", "", "comma-separated scenarios to leave out (e.g. S7)")
 	flag.StringVar(&f.who, "contenders", "", "comma-separated substrings of the contenders to run (e.g. fenced,redsync); default all")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to this file (for go tool pprof)")
+	flag.StringVar(&f.memprofile, "memprofile", "", "write an allocation profile of the run to this file at its end (go tool pprof -sample_index=alloc_space)")
 	flag.DurationVar(&f.s1, "s1", 2*time.Second, "duration of one S1 measurement")
 	flag.DurationVar(&f.s2, "s2", 3*time.Second, "duration of one S2 measurement")
 	flag.DurationVar(&f.s3, "s3", 3*time.Second, "duration of one S3 measurement")
@@ -115,6 +117,9 @@ func run(ctx context.Context, f *flags) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if f.memprofile != "" {
+		defer writeMemProfile(f.memprofile)
 	}
 	if cl.idle, err = cl.idleServerCPU(time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, "redlock bench: measuring the nodes' idle CPU:", err)
@@ -237,4 +242,19 @@ func brief(s scenario, m metrics) string {
 		parts = append(parts, col.head+" "+format(col.kind, m[col.key]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeMemProfile writes the allocations profile (every allocation of the
+// run, sampled as the runtime does) to path.
+func writeMemProfile(path string) {
+	pf, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(pf, 0)
+		if cerr := pf.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redlock bench: -memprofile:", err)
+	}
 }

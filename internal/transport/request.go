@@ -137,12 +137,21 @@ func IsNoScript(err error) bool {
 }
 
 // op is one call of a round to one node, on its way through the node's
-// sender.
+// sender. What every call of the round shares (its context, its per-node
+// timeout) the round holds, so that the request's room for five calls
+// stays small.
 type op struct {
-	to      interface{ answer(*op) } // the round (a *fan[T])
-	node    int
-	req     *Request
-	ctx     context.Context // the round's: its deadline is the per-node timeout after the round began
-	timeout time.Duration   // the per-node timeout
-	cmd     *redis.Cmd      // the command; holds the reply once answered
+	to   round // the round (a *fan[T])
+	node int
+	req  *Request
+	cmd  *redis.Cmd // the command; holds the reply once answered
+}
+
+// round is what a node's sender needs of the round a call belongs to.
+type round interface {
+	// answer takes the call's reply (in its cmd).
+	answer(*op)
+	// bounds returns the round's context, whose deadline is the per-node
+	// timeout after the round began, and that timeout.
+	bounds() (context.Context, time.Duration)
 }

@@ -76,7 +76,11 @@ type Spec[T any] struct {
 // Spec.Late.
 func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spec *Spec[T]) *Round[T] {
 	n := len(nodes)
-	f := newFan(ctx, g, n, spec.PerNode, spec.Late)
+	cancellable := false // a node without a sender: its call goes to a Scripter of the caller's, which may wait on ctx.Done
+	for i := range nodes {
+		cancellable = cancellable || nodes[i].Sender == nil
+	}
+	f := newFan(ctx, g, n, spec.PerNode, spec.Late, cancellable)
 	f.parse, f.observe = spec.Parse, spec.Observe
 	var ops []op
 	for i := range nodes {
@@ -89,7 +93,7 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 				ops = req.opsFor(n)
 			}
 			o := &ops[i]
-			*o = op{to: f, node: i, req: req, ctx: f.ctx, timeout: spec.PerNode, cmd: req.cmd(f.ctx)}
+			*o = op{to: f, node: i, req: req, cmd: req.cmd(f.ctx)}
 			nd.Sender.submit(o)
 		default:
 			parse := spec.Parse // (not spec: the goroutine would take it to the heap)
@@ -111,7 +115,7 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 // at most once on a channel buffered to n, so an early return never
 // strands a sender.
 func Fanout[T any](ctx context.Context, g *Tracker, n int, call func(ctx context.Context, i int) (T, error), spec *Spec[T]) *Round[T] {
-	f := newFan(ctx, g, n, spec.PerNode, spec.Late)
+	f := newFan(ctx, g, n, spec.PerNode, spec.Late, true)
 	f.observe = spec.Observe
 	for i := 0; i < n; i++ {
 		g.Go(func() {
@@ -124,39 +128,82 @@ func Fanout[T any](ctx context.Context, g *Tracker, n int, call func(ctx context
 
 // fan is one round in flight: where the nodes' answers go. Whoever finishes
 // a node's call hands its answer to deliver, exactly once per node: before
-// the round is decided it goes to the waiting caller, after that to late.
+// the round is decided it goes into the round's replies and its node
+// number to the waiting caller, after that to late.
 type fan[T any] struct {
 	g    *Tracker
-	ch   chan Reply[T] // buffered to n: a deliver never blocks
+	ch   chan int // node numbers, buffered to n: a deliver never blocks
 	late func(Reply[T])
 
 	// ctx bounds every call of the round: its deadline is the per-node
 	// timeout after the round started. It is not cancelled by the caller's
 	// ctx (an abandoned call still has to finish so its late answer is
-	// seen); cancel releases it once every node answered.
-	ctx    context.Context
-	cancel context.CancelFunc
-	left   atomic.Int32 // nodes that have not answered yet
+	// seen). Where every call goes through a node's sender (go-redis, which
+	// reads a deadline but never waits on Done for a command on a pooled
+	// connection) it is dl, which carries the deadline only: no timer, no
+	// allocation. Otherwise it is a context.WithDeadline that ends at the
+	// deadline, and cancel releases it once every node answered.
+	ctx      context.Context
+	dl       deadlineCtx
+	cancel   context.CancelFunc // nil with dl
+	deadline time.Time
+	perNode  time.Duration
+	left     atomic.Int32 // nodes that have not answered yet
 
-	mu      sync.Mutex // protects decided
+	mu      sync.Mutex // protects decided, and r.Replies until it is set
 	decided bool
 
 	parse   func(*redis.Cmd) (T, error) // reads a node's reply (Run); nil for Fanout
 	observe func(node int, err error)   // told of each answer; nil when nothing observes
 
-	r Round[T] // the outcome, filled in by wait (one allocation with the fan)
+	// r is the outcome, filled in by deliver (a node's reply, before the
+	// round is decided) and wait (the rest); with up to five nodes its
+	// slices are the arrays below: one allocation with the fan for all of
+	// it.
+	r        Round[T]
+	replies  [5]Reply[T]
+	answered [5]bool
 }
 
-func newFan[T any](ctx context.Context, g *Tracker, n int, perNode time.Duration, late func(Reply[T])) *fan[T] {
-	f := &fan[T]{g: g, ch: make(chan Reply[T], n), late: late}
+// newFan returns the fan of a round over n nodes; cancellable says that its
+// calls need a ctx that ends at the deadline (see fan.ctx).
+func newFan[T any](ctx context.Context, g *Tracker, n int, perNode time.Duration, late func(Reply[T]), cancellable bool) *fan[T] {
+	f := &fan[T]{g: g, ch: make(chan int, n), late: late, perNode: perNode}
+	if n <= len(f.replies) {
+		f.r.Replies, f.r.Answered = f.replies[:n], f.answered[:n]
+	} else {
+		f.r.Replies, f.r.Answered = make([]Reply[T], n), make([]bool, n)
+	}
 	parent := ctx
 	if ctx.Done() != nil {
 		parent = context.WithoutCancel(ctx)
 	}
-	f.ctx, f.cancel = context.WithTimeout(parent, perNode)
+	f.deadline = time.Now().Add(perNode)
+	if cancellable {
+		f.ctx, f.cancel = context.WithDeadline(parent, f.deadline)
+	} else {
+		f.dl = deadlineCtx{Context: parent, deadline: f.deadline}
+		f.ctx = &f.dl
+	}
 	f.left.Store(int32(n))
 	return f
 }
+
+// deadlineCtx is a context with the values of its parent, never cancelled,
+// whose Deadline is the round's: what a go-redis client needs of a round's
+// context (with ContextTimeoutEnabled it sets its socket deadlines from it),
+// in the fan, with no timer of its own. The round's wait keeps the
+// deadline itself, with a timer of its Tracker's.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// bounds returns the round's context and per-node timeout, for a node's
+// sender.
+func (f *fan[T]) bounds() (context.Context, time.Duration) { return f.ctx, f.perNode }
 
 // answer reads op's reply and delivers it; called by the node's sender.
 func (f *fan[T]) answer(o *op) {
@@ -174,7 +221,8 @@ func (f *fan[T]) deliver(rp Reply[T], async bool) {
 	f.mu.Lock()
 	d := f.decided
 	if !d {
-		f.ch <- rp // never blocks: buffered to n, one send per node
+		f.r.Replies[rp.Node] = rp // read by wait once it has the node's number
+		f.ch <- rp.Node           // never blocks: buffered to n, one send per node
 	}
 	f.mu.Unlock()
 	if d && f.late != nil {
@@ -184,7 +232,7 @@ func (f *fan[T]) deliver(rp Reply[T], async bool) {
 			f.late(rp)
 		}
 	}
-	if f.left.Add(-1) == 0 {
+	if f.left.Add(-1) == 0 && f.cancel != nil {
 		f.cancel()
 	}
 }
@@ -193,31 +241,39 @@ func (f *fan[T]) deliver(rp Reply[T], async bool) {
 // answers that come later go to late.
 func (f *fan[T]) wait(ctx context.Context, n int, spec *Spec[T]) *Round[T] {
 	r := &f.r
-	r.Replies, r.Answered = make([]Reply[T], n), make([]bool, n)
 	failed, answered := 0, 0
+	var timer *time.Timer // the deadline's, from the Tracker's timers: taken only if the round has to wait
 	for answered < n {
 		if spec.Need > 0 && spec.Decided(r.OK, failed, n, spec.Need) {
 			break
 		}
+		var i int
 		select {
-		case rp := <-f.ch:
-			r.Replies[rp.Node], r.Answered[rp.Node] = rp, true
-			answered++
-			if spec.Accept(rp.Val, rp.Err) {
-				r.OK++
-			} else {
-				failed++
+		case i = <-f.ch: // (most answers come while the round waits: see below)
+		default:
+			if timer == nil {
+				timer = f.g.timer(time.Until(f.deadline))
+				defer f.g.putTimer(timer)
 			}
-			continue
-		case <-f.ctx.Done():
-			if f.ctx.Err() != context.DeadlineExceeded {
-				continue // every node answered: the answers wait in f.ch
+			select {
+			case i = <-f.ch:
+			case <-timer.C:
+				r.TimedOut = true
+			case <-ctx.Done():
+				r.CtxEnded = true
 			}
-			r.TimedOut = true
-		case <-ctx.Done():
-			r.CtxEnded = true
 		}
-		break
+		if r.TimedOut || r.CtxEnded {
+			break
+		}
+		rp := r.Replies[i]
+		r.Answered[i] = true
+		answered++
+		if spec.Accept(rp.Val, rp.Err) {
+			r.OK++
+		} else {
+			failed++
+		}
 	}
 
 	f.mu.Lock()
@@ -227,8 +283,9 @@ func (f *fan[T]) wait(ctx context.Context, n int, spec *Spec[T]) *Round[T] {
 	// the round as well: count them, so nothing is left between the two.
 	for {
 		select {
-		case rp := <-f.ch:
-			r.Replies[rp.Node], r.Answered[rp.Node] = rp, true
+		case i := <-f.ch:
+			rp := r.Replies[i]
+			r.Answered[i] = true
 			if spec.Accept(rp.Val, rp.Err) {
 				r.OK++
 			}

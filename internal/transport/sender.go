@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -16,6 +17,12 @@ type (
 	}
 	pipeliner interface {
 		Pipeline() redis.Pipeliner
+	}
+	// conner is a node that can lend one of its pool's connections for
+	// the Sender's goroutine to keep (a *redis.Client can; a cluster
+	// client cannot).
+	conner interface {
+		Conn() *redis.Conn
 	}
 )
 
@@ -43,8 +50,14 @@ type Sender struct {
 
 	wake chan struct{} // buffered to 1: wakes the lingering goroutine
 
-	// Used by the goroutine only: the pipeline it reuses (nil until its
-	// first batch), and the batch's commands.
+	// Used by the goroutine only: the connection it keeps while it runs,
+	// taken from the node's pool at its first batch and given back when it
+	// ends (nil when the node cannot lend one, or after a network error:
+	// the next batch takes another), so that its calls skip the pool's
+	// checkout and health check, a syscall each; the pipeline it reuses
+	// (nil until its first batch); and the batch's commands.
+	lend func() *redis.Conn
+	conn *redis.Conn
 	p    redis.Pipeliner
 	cmds []redis.Cmder
 
@@ -61,7 +74,11 @@ func NewSender(n redis.Scripter, goes *Tracker, life context.Context) *Sender {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	return &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
+	s := &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
+	if c, ok := n.(conner); ok {
+		s.lend = c.Conn
+	}
+	return s
 }
 
 // Queued returns how many calls wait to be sent.
@@ -101,6 +118,7 @@ func (s *Sender) run() {
 		if t != nil {
 			t.Stop()
 		}
+		s.giveBack()
 	}()
 	for {
 		s.mu.Lock()
@@ -152,23 +170,31 @@ func (s *Sender) send(batch []*op) {
 	// behind a slow one until their rounds were decided), they still go,
 	// each with one per-node timeout from now: the rounds gave up on these
 	// answers, but a release must still be sent.
-	ctx, last := batch[0].ctx, batch[0]
+	ctx, timeout := batch[0].to.bounds()
 	d, _ := ctx.Deadline()
 	for _, o := range batch[1:] {
-		if od, _ := o.ctx.Deadline(); od.After(d) {
-			ctx, d, last = o.ctx, od, o
+		octx, ot := o.to.bounds()
+		if od, _ := octx.Deadline(); od.After(d) {
+			ctx, timeout, d = octx, ot, od
 		}
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || !time.Now().Before(d) { // (a round's ctx may carry its deadline only: fan.ctx)
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), last.timeout)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 	}
+	if s.conn == nil && s.lend != nil {
+		s.conn = s.lend()
+	}
+	proc, pipe := s.proc, s.pipe
+	if s.conn != nil {
+		proc, pipe = s.conn, s.conn
+	}
 	if len(batch) == 1 {
-		_ = s.proc.Process(ctx, batch[0].cmd)
+		_ = proc.Process(ctx, batch[0].cmd)
 	} else {
 		if s.p == nil {
-			s.p = s.pipe.Pipeline() // reusable: Exec empties it
+			s.p = pipe.Pipeline() // reusable: Exec empties it
 		}
 		for _, o := range batch {
 			s.cmds = append(s.cmds, o.cmd)
@@ -178,9 +204,33 @@ func (s *Sender) send(batch []*op) {
 		s.cmds = s.cmds[:0]
 		_, _ = s.p.Exec(ctx)
 	}
+	if s.conn != nil {
+		for _, o := range batch {
+			if err := o.cmd.Err(); err != nil && !isReply(err) {
+				s.giveBack() // the connection may be broken: the next batch takes another
+				break
+			}
+		}
+	}
 	for _, o := range batch {
 		if IsNoScript(o.cmd.Err()) {
 			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
 		}
 	}
+}
+
+// giveBack returns the kept connection to the node's pool (which closes it
+// if it is broken).
+func (s *Sender) giveBack() {
+	if s.conn != nil {
+		_ = s.conn.Close()
+		s.conn, s.p = nil, nil
+	}
+}
+
+// isReply reports whether err is the node's reply (an error the script or
+// command returned, or a nil reply), not a failure of the connection.
+func isReply(err error) bool {
+	var r redis.Error
+	return errors.As(err, &r)
 }

@@ -1,6 +1,9 @@
 package transport
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Tracker owns goroutines that outlive the call that started them: node
 // calls still running after a round was decided, the cleanups and straggler
@@ -12,6 +15,12 @@ type Tracker struct {
 	mu   sync.Mutex    // protects the fields below
 	n    int           // goroutines running
 	idle chan struct{} // closed when n drops to 0; nil while n == 0
+
+	// timers are stopped timers that the waits of rounds run with the
+	// Tracker reuse: a round takes one only while it waits, so a busy
+	// client holds about as many as it has callers. (Per Tracker, not per
+	// process: a timer belongs to the synctest bubble that made it.)
+	timers sync.Pool
 }
 
 // Go runs f in a goroutine the Tracker owns.
@@ -56,4 +65,20 @@ func (t *Tracker) Idle() <-chan struct{} {
 		return ch
 	}
 	return t.idle
+}
+
+// timer returns a timer of the Tracker's that fires after d.
+func (t *Tracker) timer(d time.Duration) *time.Timer {
+	if tm, ok := t.timers.Get().(*time.Timer); ok {
+		tm.Reset(d)
+		return tm
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops tm and keeps it for the next timer. (Since Go 1.23 a
+// stopped timer's channel holds no stale tick.)
+func (t *Tracker) putTimer(tm *time.Timer) {
+	tm.Stop()
+	t.timers.Put(tm)
 }
