@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -205,18 +206,49 @@ func (s *Sender) send(batch []*op) {
 		_, _ = s.p.Exec(ctx)
 	}
 	if s.conn != nil {
-		for _, o := range batch {
-			if err := o.cmd.Err(); err != nil && !isReply(err) {
-				s.giveBack() // the connection may be broken: the next batch takes another
-				break
-			}
-		}
+		s.checkConn(ctx, batch)
 	}
 	for _, o := range batch {
 		if IsNoScript(o.cmd.Err()) {
 			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
 		}
 	}
+}
+
+// checkConn gives the kept connection back if a call of batch failed on it
+// (not with the node's reply), so that the next batch takes another; and
+// sends again, through the pool, each call whose connection was lost before
+// its reply (the node closed it, or reset it): as go-redis does with a call
+// on a pooled connection, which a kept one would not.
+func (s *Sender) checkConn(ctx context.Context, batch []*op) {
+	broken := false
+	for _, o := range batch {
+		if err := o.cmd.Err(); err != nil && !isReply(err) {
+			broken = true
+		}
+	}
+	if !broken {
+		return
+	}
+	s.giveBack()
+	for _, o := range batch {
+		if lostConn(o.cmd.Err()) {
+			rctx, _ := o.to.bounds()
+			o.cmd = o.req.cmd(rctx)
+			_ = s.proc.Process(ctx, o.cmd)
+		}
+	}
+}
+
+// lostConn reports whether err says a call's connection was lost before
+// its reply, where a retry on another may succeed: not the node's reply,
+// not a timeout, not a context's end.
+func lostConn(err error) bool {
+	if err == nil || isReply(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
 }
 
 // giveBack returns the kept connection to the node's pool (which closes it

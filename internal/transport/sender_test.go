@@ -142,3 +142,75 @@ func TestSenderPipelinesCallsWhileBusy(t *testing.T) {
 		})
 	}
 }
+
+// senderNode returns a go-redis client of a miniredis node, its sender and
+// a call of echo through it; the sender's goroutine ends with the test.
+func senderNode(t *testing.T) (*miniredis.Miniredis, *redis.Client, *Tracker, context.CancelFunc, func(string) (string, error)) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rc.Close() })
+	if err := echo.Load(t.Context(), redis.NewClient(&redis.Options{Addr: mr.Addr()})).Err(); err != nil {
+		t.Fatalf("SCRIPT LOAD = %v", err) // (on a client of its own: rc's pool stays empty)
+	}
+	goes := new(Tracker)
+	life, stop := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		stop()
+		<-goes.Idle()
+	})
+	s := NewSender(rc, goes, life)
+	nodes := []Node{{Client: rc, Sender: s}}
+	call := func(arg string) (string, error) {
+		r := Run(t.Context(), goes, nodes, NewRequest(echo, nil, arg), &Spec[string]{
+			Need: 1, Decided: func(ok, failed, n, need int) bool { return ok >= need || failed > n-need },
+			PerNode: 10 * time.Second, Parse: textReply, Accept: func(_ string, err error) bool { return err == nil }})
+		return r.Replies[0].Val, r.Replies[0].Err
+	}
+	return mr, rc, goes, stop, call
+}
+
+// The sender's goroutine keeps one connection of the node's pool while it
+// runs, rather than taking one from the pool (and checking it) per call, and
+// gives it back when it ends.
+func TestSenderKeepsOneConnectionWhileItRuns(t *testing.T) {
+	_, rc, goes, stop, call := senderNode(t)
+	for i := range 20 {
+		if got, err := call(fmt.Sprint(i)); err != nil || got != fmt.Sprint(i) {
+			t.Fatalf("call %d = %q, %v", i, got, err)
+		}
+	}
+	st := rc.PoolStats()
+	if st.TotalConns != 1 || st.IdleConns != 0 {
+		t.Errorf("while the sender runs: %d connections, %d idle in the pool; want 1, kept by the sender", st.TotalConns, st.IdleConns)
+	}
+	stop()
+	<-goes.Idle()
+	st = rc.PoolStats()
+	if st.TotalConns != 1 || st.IdleConns != 1 {
+		t.Errorf("after the sender ended: %d connections, %d idle; want its one connection back in the pool", st.TotalConns, st.IdleConns)
+	}
+}
+
+// A node that closed the sender's kept connection (it restarted) answers
+// the next call anyway: the call goes again on another connection, as
+// go-redis retries a call on a pooled one.
+func TestSenderCallsAgainWhenItsConnectionWasClosed(t *testing.T) {
+	mr, _, _, _, call := senderNode(t)
+	if got, err := call("before"); err != nil || got != "before" {
+		t.Fatalf("call = %q, %v", got, err)
+	}
+	mr.Close()
+	if err := mr.Restart(); err != nil {
+		t.Fatalf("restarting the node: %v", err)
+	}
+	if err := echo.Load(t.Context(), redis.NewClient(&redis.Options{Addr: mr.Addr()})).Err(); err != nil {
+		t.Fatalf("SCRIPT LOAD = %v", err)
+	}
+	if got, err := call("after"); err != nil || got != "after" {
+		t.Errorf("the first call after the node closed the kept connection = %q, %v; want \"after\", sent again on another connection", got, err)
+	}
+	if got, err := call("next"); err != nil || got != "next" {
+		t.Errorf("the next call = %q, %v; want \"next\"", got, err)
+	}
+}
