@@ -208,9 +208,13 @@ func (s *Sender) send(batch []*op) {
 	if s.conn != nil {
 		s.checkConn(ctx, batch)
 	}
+	var node redis.Scripter = s.node
+	if s.conn != nil {
+		node = s.conn // (not the pool: with PoolSize 1 the kept connection is all it has)
+	}
 	for _, o := range batch {
 		if IsNoScript(o.cmd.Err()) {
-			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
+			o.cmd = o.req.script.Eval(ctx, node, o.req.keys, o.req.argv...)
 		}
 	}
 }

@@ -214,3 +214,25 @@ func TestSenderCallsAgainWhenItsConnectionWasClosed(t *testing.T) {
 		t.Errorf("the next call = %q, %v; want \"next\"", got, err)
 	}
 }
+
+// A node that does not have the script cached gets it with EVAL on the
+// sender's kept connection, not on another of the pool's: with a pool of
+// one, that would wait for the pool until it timed out.
+func TestSenderSendsEvalOnItsKeptConnection(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rc := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 1, PoolTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { rc.Close() })
+	var goes Tracker
+	life, stop := context.WithCancel(context.Background())
+	defer func() {
+		stop()
+		<-goes.Idle()
+	}()
+	nodes := []Node{{Client: rc, Sender: NewSender(rc, &goes, life)}}
+	r := Run(t.Context(), &goes, nodes, NewRequest(echo, nil, "x"), &Spec[string]{
+		Need: 1, Decided: func(ok, failed, n, need int) bool { return ok >= need || failed > n-need },
+		PerNode: 10 * time.Second, Parse: textReply, Accept: func(_ string, err error) bool { return err == nil }})
+	if got, err := r.Replies[0].Val, r.Replies[0].Err; err != nil || got != "x" {
+		t.Errorf("a call of a script the node did not have, with a pool of one connection = %q, %v; want \"x\"", got, err)
+	}
+}
