@@ -76,11 +76,7 @@ type Spec[T any] struct {
 // Spec.Late.
 func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spec *Spec[T]) *Round[T] {
 	n := len(nodes)
-	cancellable := false // a node without a sender: its call goes to a Scripter of the caller's, which may wait on ctx.Done
-	for i := range nodes {
-		cancellable = cancellable || nodes[i].Sender == nil
-	}
-	f := newFan(ctx, g, n, spec.PerNode, spec.Late, cancellable)
+	f := newFan(ctx, g, n, spec.PerNode, spec.Late)
 	f.parse, f.observe = spec.Parse, spec.Observe
 	var ops []op
 	for i := range nodes {
@@ -93,12 +89,12 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 				ops = req.opsFor(n)
 			}
 			o := &ops[i]
-			*o = op{to: f, node: i, req: req, cmd: req.cmd(f.ctx)}
+			*o = op{to: f, node: i, req: req, cmd: req.cmd(&f.ctx)}
 			nd.Sender.submit(o)
 		default:
 			parse := spec.Parse // (not spec: the goroutine would take it to the heap)
 			g.Go(func() {
-				v, err := parse(req.script.Run(f.ctx, nd.Client, req.keys, plainArgv(req.argv)...))
+				v, err := parse(req.script.Run(&f.ctx, nd.Client, req.keys, plainArgv(req.argv)...))
 				f.deliver(Reply[T]{Node: i, Val: v, Err: err}, false)
 			})
 		}
@@ -115,11 +111,11 @@ func Run[T any](ctx context.Context, g *Tracker, nodes []Node, req *Request, spe
 // at most once on a channel buffered to n, so an early return never
 // strands a sender.
 func Fanout[T any](ctx context.Context, g *Tracker, n int, call func(ctx context.Context, i int) (T, error), spec *Spec[T]) *Round[T] {
-	f := newFan(ctx, g, n, spec.PerNode, spec.Late, true)
+	f := newFan(ctx, g, n, spec.PerNode, spec.Late)
 	f.observe = spec.Observe
 	for i := 0; i < n; i++ {
 		g.Go(func() {
-			v, err := call(f.ctx, i)
+			v, err := call(&f.ctx, i)
 			f.deliver(Reply[T]{Node: i, Val: v, Err: err}, false)
 		})
 	}
@@ -135,17 +131,12 @@ type fan[T any] struct {
 	ch   chan int // node numbers, buffered to n: a deliver never blocks
 	late func(Reply[T])
 
-	// ctx bounds every call of the round: its deadline is the per-node
-	// timeout after the round started. It is not cancelled by the caller's
-	// ctx (an abandoned call still has to finish so its late answer is
-	// seen). Where every call goes through a node's sender (go-redis, which
-	// reads a deadline but never waits on Done for a command on a pooled
-	// connection) it is dl, which carries the deadline only: no timer, no
-	// allocation. Otherwise it is a context.WithDeadline that ends at the
-	// deadline, and cancel releases it once every node answered.
-	ctx      context.Context
-	dl       deadlineCtx
-	cancel   context.CancelFunc // nil with dl
+	// ctx bounds every call of the round: it ends at the deadline, the
+	// per-node timeout after the round started. It is not cancelled by the
+	// caller's ctx (an abandoned call still has to finish so its late
+	// answer is seen). It is the fan's own (see roundCtx): a timer and a
+	// channel are made only for a call that waits on its Done.
+	ctx      roundCtx
 	deadline time.Time
 	perNode  time.Duration
 	left     atomic.Int32 // nodes that have not answered yet
@@ -165,9 +156,7 @@ type fan[T any] struct {
 	answered [5]bool
 }
 
-// newFan returns the fan of a round over n nodes; cancellable says that its
-// calls need a ctx that ends at the deadline (see fan.ctx).
-func newFan[T any](ctx context.Context, g *Tracker, n int, perNode time.Duration, late func(Reply[T]), cancellable bool) *fan[T] {
+func newFan[T any](ctx context.Context, g *Tracker, n int, perNode time.Duration, late func(Reply[T])) *fan[T] {
 	f := &fan[T]{g: g, ch: make(chan int, n), late: late, perNode: perNode}
 	if n <= len(f.replies) {
 		f.r.Replies, f.r.Answered = f.replies[:n], f.answered[:n]
@@ -179,31 +168,89 @@ func newFan[T any](ctx context.Context, g *Tracker, n int, perNode time.Duration
 		parent = context.WithoutCancel(ctx)
 	}
 	f.deadline = time.Now().Add(perNode)
-	if cancellable {
-		f.ctx, f.cancel = context.WithDeadline(parent, f.deadline)
-	} else {
-		f.dl = deadlineCtx{Context: parent, deadline: f.deadline}
-		f.ctx = &f.dl
-	}
+	f.ctx = roundCtx{Context: parent, deadline: f.deadline}
 	f.left.Store(int32(n))
 	return f
 }
 
-// deadlineCtx is a context with the values of its parent, never cancelled,
-// whose Deadline is the round's: what a go-redis client needs of a round's
-// context (with ContextTimeoutEnabled it sets its socket deadlines from it),
-// in the fan, with no timer of its own. The round's wait keeps the
-// deadline itself, with a timer of its Tracker's.
-type deadlineCtx struct {
+// roundCtx is a round's context for its calls: the values of the caller's
+// context, without its cancellation, and the round's deadline, at which
+// it ends (context.DeadlineExceeded). It is a context.WithDeadline that
+// makes its timer and Done channel only when a call first asks for Done
+// (go-redis reads the deadline, with ContextTimeoutEnabled, but does not
+// wait on Done for a command on a connection it holds; a hook or a
+// Scripter of the caller's may), so that a round costs neither. stop
+// ends it once every call answered.
+type roundCtx struct {
 	context.Context
 	deadline time.Time
+
+	mu    sync.Mutex // protects the fields below
+	done  chan struct{}
+	timer *time.Timer
+	err   error
 }
 
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *roundCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *roundCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		} else if d := time.Until(c.deadline); d <= 0 {
+			c.endLocked()
+		} else {
+			c.timer = time.AfterFunc(d, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.endLocked()
+			})
+		}
+	}
+	return c.done
+}
+
+func (c *roundCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil && !time.Now().Before(c.deadline) {
+		c.endLocked()
+	}
+	return c.err
+}
+
+// endLocked ends the context at its deadline.
+func (c *roundCtx) endLocked() {
+	if c.err == nil {
+		c.err = context.DeadlineExceeded
+		if c.done != nil {
+			close(c.done)
+		}
+	}
+}
+
+// stop ends the context (context.Canceled, as a cancel func would) and
+// releases its timer, if it made one: every call answered.
+func (c *roundCtx) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.err == nil {
+		c.err = context.Canceled
+		if c.done != nil {
+			close(c.done)
+		}
+	}
+}
 
 // bounds returns the round's context and per-node timeout, for a node's
 // sender.
-func (f *fan[T]) bounds() (context.Context, time.Duration) { return f.ctx, f.perNode }
+func (f *fan[T]) bounds() (context.Context, time.Duration) { return &f.ctx, f.perNode }
 
 // answer reads op's reply and delivers it; called by the node's sender.
 func (f *fan[T]) answer(o *op) {
@@ -232,8 +279,8 @@ func (f *fan[T]) deliver(rp Reply[T], async bool) {
 			f.late(rp)
 		}
 	}
-	if f.left.Add(-1) == 0 && f.cancel != nil {
-		f.cancel()
+	if f.left.Add(-1) == 0 {
+		f.ctx.stop()
 	}
 }
 

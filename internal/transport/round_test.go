@@ -183,3 +183,62 @@ func TestTrackerIdle(t *testing.T) {
 		}
 	})
 }
+
+// A round's calls get a context with the caller's values, not its
+// cancellation, that ends at the round's deadline (a hook or a Scripter may
+// wait on it), and that ends once every call answered.
+func TestRoundContextEndsAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type key struct{}
+		parent, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+		defer cancel()
+		start := time.Now()
+		type seen struct {
+			deadline time.Time
+			value    any
+			ended    time.Duration
+			err      error
+			ctx      context.Context
+		}
+		got := make(chan seen, 1)
+		Fanout(parent, new(Tracker), 1, func(ctx context.Context, i int) (bool, error) {
+			s := seen{ctx: ctx, value: ctx.Value(key{})}
+			s.deadline, _ = ctx.Deadline()
+			cancel() // the caller gives up: its round's calls go on
+			<-ctx.Done()
+			s.ended, s.err = time.Since(start), ctx.Err()
+			got <- s
+			return true, nil
+		}, &Spec[bool]{Decided: majority, PerNode: 50 * time.Millisecond, Accept: accepted})
+		s := <-got
+		if want := start.Add(50 * time.Millisecond); !s.deadline.Equal(want) || s.value != "v" {
+			t.Errorf("the call's context: deadline %v, value %v; want %v and the caller's value", s.deadline.Sub(start), s.value, want.Sub(start))
+		}
+		if s.ended != 50*time.Millisecond || s.err != context.DeadlineExceeded {
+			t.Errorf("the call's context ended after %v with %v; want 50ms, %v", s.ended, s.err, context.DeadlineExceeded)
+		}
+		settle()
+		if err := s.ctx.Err(); err != context.DeadlineExceeded {
+			t.Errorf("once the call answered, Err = %v; still %v", err, context.DeadlineExceeded)
+		}
+
+		// A round whose calls all answered ends their context, as a cancel
+		// func would, and leaves no timer behind.
+		after := make(chan context.Context, 1)
+		Fanout(t.Context(), new(Tracker), 1, func(ctx context.Context, i int) (bool, error) {
+			_ = ctx.Done() // makes the timer
+			after <- ctx
+			return true, nil
+		}, &Spec[bool]{Decided: majority, PerNode: time.Hour, Accept: accepted})
+		ctx := <-after
+		settle()
+		select {
+		case <-ctx.Done():
+		default:
+			t.Errorf("the context of a round whose calls all answered has not ended")
+		}
+		if err := ctx.Err(); err != context.Canceled {
+			t.Errorf("its Err = %v; want %v", err, context.Canceled)
+		}
+	})
+}

@@ -2,8 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
-	"net"
 	"sync"
 	"time"
 
@@ -18,12 +16,6 @@ type (
 	}
 	pipeliner interface {
 		Pipeline() redis.Pipeliner
-	}
-	// conner is a node that can lend one of its pool's connections for
-	// the Sender's goroutine to keep (a *redis.Client can; a cluster
-	// client cannot).
-	conner interface {
-		Conn() *redis.Conn
 	}
 )
 
@@ -51,14 +43,8 @@ type Sender struct {
 
 	wake chan struct{} // buffered to 1: wakes the lingering goroutine
 
-	// Used by the goroutine only: the connection it keeps while it runs,
-	// taken from the node's pool at its first batch and given back when it
-	// ends (nil when the node cannot lend one, or after a network error:
-	// the next batch takes another), so that its calls skip the pool's
-	// checkout and health check, a syscall each; the pipeline it reuses
-	// (nil until its first batch); and the batch's commands.
-	lend func() *redis.Conn
-	conn *redis.Conn
+	// Used by the goroutine only: the pipeline it reuses (nil until its
+	// first batch), and the batch's commands.
 	p    redis.Pipeliner
 	cmds []redis.Cmder
 
@@ -75,11 +61,7 @@ func NewSender(n redis.Scripter, goes *Tracker, life context.Context) *Sender {
 	if !ok1 || !ok2 {
 		return nil
 	}
-	s := &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
-	if c, ok := n.(conner); ok {
-		s.lend = c.Conn
-	}
-	return s
+	return &Sender{node: n, proc: proc, pipe: pipe, goes: goes, life: life, wake: make(chan struct{}, 1)}
 }
 
 // Queued returns how many calls wait to be sent.
@@ -119,7 +101,6 @@ func (s *Sender) run() {
 		if t != nil {
 			t.Stop()
 		}
-		s.giveBack()
 	}()
 	for {
 		s.mu.Lock()
@@ -179,23 +160,16 @@ func (s *Sender) send(batch []*op) {
 			ctx, timeout, d = octx, ot, od
 		}
 	}
-	if ctx.Err() != nil || !time.Now().Before(d) { // (a round's ctx may carry its deadline only: fan.ctx)
+	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 	}
-	if s.conn == nil && s.lend != nil {
-		s.conn = s.lend()
-	}
-	proc, pipe := s.proc, s.pipe
-	if s.conn != nil {
-		proc, pipe = s.conn, s.conn
-	}
 	if len(batch) == 1 {
-		_ = proc.Process(ctx, batch[0].cmd)
+		_ = s.proc.Process(ctx, batch[0].cmd)
 	} else {
 		if s.p == nil {
-			s.p = pipe.Pipeline() // reusable: Exec empties it
+			s.p = s.pipe.Pipeline() // reusable: Exec empties it
 		}
 		for _, o := range batch {
 			s.cmds = append(s.cmds, o.cmd)
@@ -205,68 +179,9 @@ func (s *Sender) send(batch []*op) {
 		s.cmds = s.cmds[:0]
 		_, _ = s.p.Exec(ctx)
 	}
-	if s.conn != nil {
-		s.checkConn(ctx, batch)
-	}
-	var node redis.Scripter = s.node
-	if s.conn != nil {
-		node = s.conn // (not the pool: with PoolSize 1 the kept connection is all it has)
-	}
 	for _, o := range batch {
 		if IsNoScript(o.cmd.Err()) {
-			o.cmd = o.req.script.Eval(ctx, node, o.req.keys, o.req.argv...)
+			o.cmd = o.req.script.Eval(ctx, s.node, o.req.keys, o.req.argv...)
 		}
 	}
-}
-
-// checkConn gives the kept connection back if a call of batch failed on it
-// (not with the node's reply), so that the next batch takes another; and
-// sends again, through the pool, each call whose connection was lost before
-// its reply (the node closed it, or reset it): as go-redis does with a call
-// on a pooled connection, which a kept one would not.
-func (s *Sender) checkConn(ctx context.Context, batch []*op) {
-	broken := false
-	for _, o := range batch {
-		if err := o.cmd.Err(); err != nil && !isReply(err) {
-			broken = true
-		}
-	}
-	if !broken {
-		return
-	}
-	s.giveBack()
-	for _, o := range batch {
-		if lostConn(o.cmd.Err()) {
-			rctx, _ := o.to.bounds()
-			o.cmd = o.req.cmd(rctx)
-			_ = s.proc.Process(ctx, o.cmd)
-		}
-	}
-}
-
-// lostConn reports whether err says a call's connection was lost before
-// its reply, where a retry on another may succeed: not the node's reply,
-// not a timeout, not a context's end.
-func lostConn(err error) bool {
-	if err == nil || isReply(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var ne net.Error
-	return !errors.As(err, &ne) || !ne.Timeout()
-}
-
-// giveBack returns the kept connection to the node's pool (which closes it
-// if it is broken).
-func (s *Sender) giveBack() {
-	if s.conn != nil {
-		_ = s.conn.Close()
-		s.conn, s.p = nil, nil
-	}
-}
-
-// isReply reports whether err is the node's reply (an error the script or
-// command returned, or a nil reply), not a failure of the connection.
-func isReply(err error) bool {
-	var r redis.Error
-	return errors.As(err, &r)
 }
