@@ -121,7 +121,7 @@ func (ld *Leadership) Name() string { return ld.l.ls.name }
 // Done returns a channel that is closed when the leadership ends: on
 // Resign, when a majority of the nodes no longer hold it, or at the local
 // deadline if the watchdog could not extend it before (see [Lock.Done]).
-func (ld *Leadership) Done() <-chan struct{} { return ld.l.done }
+func (ld *Leadership) Done() <-chan struct{} { return ld.l.Done() }
 
 // Err returns nil while this Client leads; an error matching [ErrLost]
 // once the leadership was lost, and [ErrReleased] once it was resigned.

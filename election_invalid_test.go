@@ -22,7 +22,7 @@ func testElectionInvalidArguments(t *testing.T) {
 	c, fakes := newFakeClient(t, 1, nil)
 	var nilCtx context.Context
 	ctx := context.Background()
-	ld := &Leadership{l: &Lock{c: c, ls: &lease{name: "e"}, done: make(chan struct{}), extendTurn: make(chan struct{}, 1)}, value: "v"}
+	ld := &Leadership{l: &Lock{c: c, ls: &lease{name: "e"}}, value: "v"}
 	campaign := func(ctx context.Context, name string, ttl time.Duration, value string) func(*Client) error {
 		return func(c *Client) error { _, err := c.Campaign(ctx, name, ttl, value); return err }
 	}

@@ -20,7 +20,7 @@ func testInvalidArguments(t *testing.T) {
 	c, fakes := newFakeClient(t, 1, nil)
 	var nilCtx context.Context
 	ctx := context.Background()
-	l := &Lock{c: c, ls: &lease{name: "x"}, done: make(chan struct{}), extendTurn: make(chan struct{}, 1)}
+	l := &Lock{c: c, ls: &lease{name: "x"}}
 	cases := []struct {
 		name string
 		call func() error

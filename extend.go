@@ -32,12 +32,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	turn := l.extendTurn()
 	select {
-	case l.extendTurn <- struct{}{}:
+	case turn <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-l.extendTurn }()
+	defer func() { <-turn }()
 	if err := l.Err(); err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ const (
 // otherwise the round's error (matching ErrLost) and what it says of the
 // lease; and the round's event, for the caller to report. A failed round never moves the deadline later; it moves it
 // earlier only when the nodes that did extend, with a ttl shorter than what
-// is left, will drop the key sooner. The caller holds extendTurn.
+// is left, will drop the key sooner. The caller holds the extend turn (Lock.extendTurn).
 func (l *Lock) extendRound(ctx context.Context, ttl time.Duration) (extendOutcome, Event, error) {
 	c := l.c
 	start := c.clock.Now()

@@ -14,17 +14,18 @@ import (
 // process's monotonic clock. Done closes at that deadline unless an extend
 // succeeded first, when the lock is released, or when it is lost.
 type Lock struct {
-	c          *Client
-	ls         *lease // read only
-	fence      uint64
-	won        string             // what the lease counts on a node, as its extend sends it (lease.counted)
-	call       *call              // the call that won it: its late answers and local turn
-	done       chan struct{}      // closed when the lock ends (released or lost)
-	extendTurn chan struct{}      // buffered 1: holding its slot serialises extend rounds, so deadlines move in order
-	stopWatch  context.CancelFunc // stops the watchdog and cancels its round in flight; nil without one
-	watchDone  chan struct{}      // closed by the watchdog when it returns; nil without one
+	c         *Client
+	ls        *lease // read only
+	fence     uint64
+	won       string             // what the lease counts on a node, as its extend sends it (lease.counted)
+	call      *call              // the call that won it: its late answers and local turn
+	stopWatch context.CancelFunc // stops the watchdog and cancels its round in flight; nil without one
+	watchDone chan struct{}      // closed by the watchdog when it returns; nil without one
 
 	mu       sync.Mutex                      // protects the fields below
+	done     chan struct{}                   // closed when the lock ends (released or lost); made by the first Done (most locks never wait on it)
+	over     bool                            // the lock has ended: a Done made now is closed
+	turn     chan struct{}                   // buffered 1: holding its slot serialises extend rounds, so deadlines move in order; made by the first extend
 	until    time.Time                       // local deadline, monotonic
 	gen      int                             // bumped whenever the deadline timer is replaced
 	timer    stopper                         // fires at until
@@ -39,7 +40,7 @@ type Lock struct {
 // counting won on the nodes (lease.counted).
 func newLock(c *Client, cl *call, won string, fence uint64, until time.Time) *Lock {
 	fence = cl.ls.form.fence(cl.ls, fence)
-	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl, done: make(chan struct{}), extendTurn: make(chan struct{}, 1)}
+	l := &Lock{c: c, ls: cl.ls, fence: fence, won: won, call: cl}
 	l.mu.Lock()
 	l.setDeadlineLocked(until)
 	l.mu.Unlock()
@@ -79,7 +80,27 @@ func (l *Lock) ValidUntil() time.Time {
 // Done returns a channel that is closed when the lock ends: at the local
 // deadline unless an extend succeeded first, when it is lost, or on
 // Release. Err then says which.
-func (l *Lock) Done() <-chan struct{} { return l.done }
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.over {
+			close(l.done)
+		}
+	}
+	return l.done
+}
+
+// extendTurn returns the channel whose one slot an extend round holds.
+func (l *Lock) extendTurn() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.turn == nil {
+		l.turn = make(chan struct{}, 1)
+	}
+	return l.turn
+}
 
 // Err returns nil while the lock is held; once it was lost (even if
 // released afterwards), an error matching [ErrLost] — the failed extend
@@ -166,6 +187,11 @@ func (l *Lock) end(err error, gen int) bool {
 	for _, cancel := range contexts {
 		cancel(err)
 	}
-	close(l.done) // last, so that whoever sees Done sees everything else
+	l.mu.Lock()
+	l.over = true
+	if l.done != nil {
+		close(l.done) // last, so that whoever sees Done sees everything else
+	}
+	l.mu.Unlock()
 	return true
 }

@@ -314,3 +314,43 @@ func TestMiniredisRunsTheScripts(t *testing.T) {
 		_ = l.Release(ctx)
 	})
 }
+
+// A Lock makes its Done channel only when asked (most locks never wait on
+// it): one asked for before the lock ends closes when it ends, one asked for
+// after is closed already, and every call returns the same channel.
+func TestLockDoneBeforeAndAfterTheEnd(t *testing.T) {
+	_, c := miniClient(t, nil)
+	ctx := t.Context()
+	before, err := c.Acquire(ctx, "done-before", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Acquire(ctx, "done-after", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := before.Done()
+	select {
+	case <-done:
+		t.Fatal("Done is closed while the lock is held")
+	default:
+	}
+	for _, l := range []*redlock.Lock{before, after} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, ch := range map[string]<-chan struct{}{"asked before Release": done, "asked after Release": after.Done()} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Errorf("Done %s is not closed once the lock was released", name)
+		}
+	}
+	if before.Done() != done || after.Done() != after.Done() {
+		t.Error("Done returned another channel on a later call")
+	}
+	if !errors.Is(after.Err(), redlock.ErrReleased) {
+		t.Errorf("Err = %v; want ErrReleased", after.Err())
+	}
+}

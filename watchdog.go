@@ -96,6 +96,7 @@ func (l *Lock) watch(ctx context.Context, hc holdCap) {
 	ttl := l.ls.ttl
 	first := max(ttl/30, 5*time.Millisecond)
 	wait, backoff := ttl/3, first
+	turn, done := l.extendTurn(), l.Done()
 	for {
 		if hc.stops(l.c.clock.Now().Add(wait), ttl) {
 			l.capped(hc)
@@ -105,21 +106,21 @@ func (l *Lock) watch(ctx context.Context, hc holdCap) {
 			return
 		}
 		select {
-		case l.extendTurn <- struct{}{}:
+		case turn <- struct{}{}:
 		case <-ctx.Done():
 			return
-		case <-l.done:
+		case <-done:
 			return
 		}
 		if hc.stops(l.c.clock.Now(), ttl) { // the round would start now
-			<-l.extendTurn
+			<-turn
 			l.capped(hc)
 			return
 		}
 		out, ev, err := l.extendRound(ctx, ttl)
 		ev.Auto = true
 		l.c.observeOf(l.ownContext(), l.ls, ev)
-		<-l.extendTurn
+		<-turn
 		switch {
 		case err == nil:
 			wait, backoff = ttl/3, first
@@ -152,7 +153,7 @@ func (l *Lock) sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		t.Stop()
 		return false
-	case <-l.done:
+	case <-l.Done():
 		t.Stop()
 		return false
 	case <-tick:
