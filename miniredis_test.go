@@ -340,14 +340,15 @@ func TestLockDoneBeforeAndAfterTheEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, ch := range map[string]<-chan struct{}{"asked before Release": done, "asked after Release": after.Done()} {
+	afterDone := after.Done()
+	for name, ch := range map[string]<-chan struct{}{"asked before Release": done, "asked after Release": afterDone} {
 		select {
 		case <-ch:
 		case <-time.After(5 * time.Second):
 			t.Errorf("Done %s is not closed once the lock was released", name)
 		}
 	}
-	if before.Done() != done || after.Done() != after.Done() {
+	if before.Done() != done || after.Done() != afterDone {
 		t.Error("Done returned another channel on a later call")
 	}
 	if !errors.Is(after.Err(), redlock.ErrReleased) {
