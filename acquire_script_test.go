@@ -73,7 +73,8 @@ func runAcquireScript(ctx context.Context, rdb redis.UniversalClient, tc acquire
 	if tc.hash {
 		return holdAcquireScript.Run(ctx, rdb, []string{key}, append(argv, "meta")...).Text()
 	}
-	return acquirePlainScript.Run(ctx, rdb, []string{key}, argv...).Text()
+	res, err := acquirePlainScript.Run(ctx, rdb, []string{key}, argv...).Result()
+	return takeText(res), err
 }
 
 // A counter INCR would refuse, or take below 1, fails the acquire script

@@ -56,15 +56,29 @@ func parseTake(s string) (take, error) {
 	return take{}, fmt.Errorf("unexpected reply %q from the acquire script", s)
 }
 
-// takeReply reads a node's reply to the acquire script. The reply is one
-// string, not a table, so that reading it takes no allocation but the
-// string's.
+// takeReply reads a node's reply to the acquire script: an integer, the
+// fence of a take in the script's common case (lua/acquire.lua), or one
+// string (parseTake). Neither is a table, so that reading it takes no
+// allocation but the string's, and the common case's none.
 func takeReply(cmd *redis.Cmd) (take, error) {
-	s, err := cmd.Text()
-	if err != nil {
+	if err := cmd.Err(); err != nil {
 		return take{}, err
 	}
-	return parseTake(s)
+	return takeOf(cmd.Val())
+}
+
+// takeOf reads the value of the acquire script's reply (see takeReply).
+func takeOf(v any) (take, error) {
+	switch v := v.(type) {
+	case int64:
+		if v < 0 {
+			return take{}, fmt.Errorf("fence counter %d from the acquire script is below 0", v)
+		}
+		return take{ok: true, fence: uint64(v)}, nil
+	case string:
+		return parseTake(v)
+	}
+	return take{}, fmt.Errorf("unexpected reply %v (%T) from the acquire script", v, v)
 }
 
 // lateCovered reports whether a late answer of node to one of cl's

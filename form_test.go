@@ -99,7 +99,7 @@ func TestFormRequests(t *testing.T) {
 				if mode == queueWait {
 					argv = slices.Insert(slices.Clone(argv), 4, "entry", "priority", "entry ttl")
 				}
-				g, err := parseTake(fmt.Sprint(run("acquire ("+mode+")", ls.acquireRequest(w.place, ls.value(1)), argv, want.acquireKeys)))
+				g, err := takeOf(run("acquire ("+mode+")", ls.acquireRequest(w.place, ls.value(1)), argv, want.acquireKeys))
 				if err != nil || !g.ok || g.fence == 0 {
 					t.Fatalf("acquire (%s) of a free key = %+v, %v; want it granted with a fence", mode, g, err)
 				}

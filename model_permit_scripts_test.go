@@ -47,7 +47,7 @@ func TestModelSemaphoreStepsMatchScripts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
-				g, err := parseTake(res.(string))
+				g, err := takeOf(res)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

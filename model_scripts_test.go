@@ -62,7 +62,7 @@ func TestModelStepsMatchScripts(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					g, err := parseTake(res.(string))
+					g, err := takeOf(res)
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}

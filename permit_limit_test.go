@@ -363,8 +363,8 @@ func TestSemaphoreLimitRecordRule(t *testing.T) {
 				slot = sk.slotKeys(1 - max(tc.live, 0)).lock
 			}
 			res, err := slotAcquireScript.Run(ctx, rdb, []string{slot},
-				"me.1", strconv.Itoa(ttl), "1", queueBarge, strconv.Itoa(tc.limit), yield).Text()
-			got := res
+				"me.1", strconv.Itoa(ttl), "1", queueBarge, strconv.Itoa(tc.limit), yield).Result()
+			got := takeText(res)
 			if err != nil {
 				got = err.Error()
 			}

@@ -114,7 +114,7 @@ func TestReadWriteLateRequests(t *testing.T) {
 	// A late acquire of the released call lands on node 0: its value is
 	// back there, counted by no quorum.
 	if v, err := r.ls.acquireRequest(place{mode: queueBarge}, r.ls.value(1)).Run(t.Context(), ns[0]); err != nil ||
-		!strings.HasPrefix(v.(string), "1:") {
+		!strings.HasPrefix(takeText(v), "1:") {
 		t.Fatalf("late acquire = %v, %v", v, err)
 	}
 	if l, err := c.Resume(t.Context(), h, time.Second, nil); !errors.Is(err, ErrNotAcquired) {

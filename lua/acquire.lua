@@ -20,10 +20,12 @@
 -- call), living ARGV[7] ms after each refresh; "try": a free key goes to
 -- the caller only when nobody queues, and a refused caller is not queued;
 -- "barge": no queue.
--- Returns one bulk string: "1:<fence>" when the key now holds this
--- attempt's value (or the release's grant to the call, "<token>.0", which
--- stays), fence being the counter in decimal (exact past 2^53; "0" without
--- fencing); "0:<pttl>" when someone else holds the key (or a later attempt
+-- Returns, in the common case (the key was free and nobody queued), an
+-- integer: the fence, the counter after its INCR (below 2^53, so exact as
+-- a Lua number), or 0 without fencing. Otherwise one bulk string: "1:<fence>"
+-- when the key now holds this attempt's value (or the release's grant to
+-- the call, "<token>.0", which stays), fence being the counter in decimal
+-- (exact past 2^53; "0" without fencing); "0:<pttl>" when someone else holds the key (or a later attempt
 -- of the same call: an attempt never takes a key back from a newer one), or
 -- "0:0" when the key is free but another waiter comes first; in "wait" mode
 -- ":<rank>" follows, the caller's rank in the queue (0: the head). Every
@@ -31,9 +33,9 @@
 -- it was: WRONGTYPE for a key of another type, BADCOUNTER for a counter that
 -- is not a decimal in [0, 2^63-2].
 local fenced = ARGV[3] == '1'
-local queueKey, queueTimesKey
+local queueKey, queueTimesKey -- queueTimesKey is set past the common case
 if ARGV[4] ~= 'barge' then
-  queueKey, queueTimesKey = KEYS[1] .. ':q', KEYS[1] .. ':qt'
+  queueKey = KEYS[1] .. ':q'
 end
 -- The common case, before any helper is made: nobody queues and SET NX
 -- takes the free key. The INCR that takes the fence is the counter's
@@ -44,11 +46,11 @@ if not queueKey or redis.call('EXISTS', queueKey) == 0 then
   took = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 end
 if took then
-  local f = '0'
+  local f = 0 -- answered as an integer: no number is formatted as text here
   if fenced then
     incr = redis.pcall('INCR', fenceKey)
     if type(incr) == 'number' and incr >= 1 and incr < 9007199254740992 then
-      f, incr = string.format('%.0f', incr), nil
+      f, incr = incr, nil
     end
   end
   if incr == nil then
@@ -57,8 +59,11 @@ if took then
       -- meta key never outlives the lock key.
       redis.call('SET', metaKey, metaText, 'PX', tonumber(ARGV[2]) - 1)
     end
-    return '1:' .. f
+    return f
   end
 end
 -- Past the common case (counter.lua, queue.lua, then acquire_taken.lua).
+if queueKey then
+  queueTimesKey = KEYS[1] .. ':qt'
+end
 local queueExists = false

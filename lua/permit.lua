@@ -56,4 +56,5 @@ if ARGV[3] == '1' then
       ', too large for permit fences (counter times 1024 plus slot): below 2^53-1 needed')
   end
 end
+local taking = true -- permit_end.lua: the slot's script is acquire.lua, held when it answers a take
 local function slot()

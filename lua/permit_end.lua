@@ -8,7 +8,13 @@
 -- it) is overwritten whatever its expiry.
 end
 local r = slot()
-if r == 1 or type(r) == 'string' and string.sub(r, 1, 2) == '1:' then
+-- acquire.lua takes with an integer (its common case) or "1:<fence>";
+-- extend.lua answers 1 when it extended, 0 when not.
+local held = r == 1
+if taking then
+  held = type(r) == 'number' or type(r) == 'string' and string.sub(r, 1, 2) == '1:'
+end
+if held then
   local p = redis.call('PTTL', KEYS[1])
   if p > 0 then
     -- No record (fresh) or a stale one is written; a live one only made to

@@ -10,4 +10,5 @@
 -- The slot, when it is ours, backs the limit key: never stale here.
 local limitKey, limit = string.match(KEYS[1], '^(.*):permit:%d+$') .. ':permits:limit', table.remove(ARGV)
 local stale, fresh = false, false
+local taking = false -- permit_end.lua: the slot's script is extend.lua, held when it answers 1
 local function slot()
