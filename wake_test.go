@@ -45,6 +45,63 @@ func TestReleaseWakesWaiter(t *testing.T) {
 	}
 }
 
+// A release nobody waits for announces nothing: no PUBLISH on the node. A
+// barging attempt that is refused marks the key ({name}:b) for a second,
+// and a release while the mark lives publishes the notice bargers wake on
+// ("" on the lock's channel). That a barger waiting an hour between
+// attempts wakes on it: TestGrantHandsOffWithoutAnAttempt.
+func TestReleaseAnnouncesOnlyWhenABargerMarked(t *testing.T) {
+	ns := nodes(t, 1)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	k := c.keys("marked")
+	sub := ns[0].Subscribe(ctx, k.channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	msgs := sub.Channel() // closed by sub.Close
+	notice := func() bool {
+		select {
+		case m := <-msgs:
+			return m.Payload == ""
+		case <-time.After(300 * time.Millisecond):
+			return false
+		}
+	}
+	cycle := func(refused bool) {
+		t.Helper()
+		l, err := c.Acquire(ctx, "marked", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ns[0].ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Another call's barging attempt, refused.
+		if refused {
+			g, err := takeReply(acquirePlainScript.Run(ctx, ns[0], []string{k.lock}, "barger.1", "60000", "1", queueBarge))
+			if err != nil || g.ok {
+				t.Fatalf("barging attempt on the held key = %+v, %v; want refused", g, err)
+			}
+			if ttl := ns[0].PTTL(ctx, k.lock+":b").Val(); ttl <= 0 || ttl > time.Second {
+				t.Fatalf("mark's TTL after the refusal %v; want up to a second", ttl)
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle(false)
+	if got := commandCalls(t, ns[0])["publish"]; got != 0 || notice() {
+		t.Errorf("a release nobody waits for published %d notices; want none", got)
+	}
+	cycle(true)
+	if !notice() {
+		t.Errorf("no notice on %s from the release after a barging attempt was refused", k.channel)
+	}
+}
+
 // wokenNow reports whether a wake-up is waiting on ch, taking it.
 func wokenNow(ch <-chan struct{}) bool {
 	select {

@@ -63,6 +63,7 @@ end
 local dot = string.find(v, '.', 1, true) or #v
 local prefix, mine = string.sub(v, 1, dot), tonumber(string.sub(v, dot + 1))
 local refused, pttl = false, 0
+local held = {} -- the names another owner holds
 for i = 1, k do
   local cur = curs[i]
   if cur == false then
@@ -75,11 +76,18 @@ for i = 1, k do
     if not (theirs and mine and theirs < mine) then
       refused = true
       pttl = math.max(pttl, redis.call('PTTL', KEYS[i]))
+      held[#held + 1] = i
     end
   end
 end
 if refused then
   if ARGV[4] ~= 'wait' then
+    if ARGV[4] == 'barge' then
+      -- Every check is behind us: the marks are the only writes.
+      for _, i in ipairs(held) do
+        markBarger(KEYS[i])
+      end
+    end
     return string.format('0:%.0f', pttl)
   end
   -- The call waits in every name's queue, with the one priority it has on

@@ -34,10 +34,23 @@ local function head()
   purge()
   return redis.call('ZRANGE', queueKey, 0, 0)[1] or false
 end
+-- markBarger marks lockKey as waited for by a barging caller: the key
+-- lockKey .. ':b' lives a second after each refusal (as a queue entry after
+-- each refresh, queueTTL; the default retry tries again well within it),
+-- and while it lives the lock's release announces itself though nobody
+-- queues (release.lua): the only notice a barging waiter gets. A release
+-- nobody waits for announces nothing.
+local function markBarger(lockKey)
+  redis.call('SET', lockKey .. ':b', '1', 'PX', 1000)
+end
 -- refuse answers a refused caller, after taking or keeping its place in
--- "wait" mode (its priority stays the one the client fixed for the call).
+-- "wait" mode (its priority stays the one the client fixed for the call),
+-- or marking the key for a barging one.
 local function refuse(pttl)
   if ARGV[4] ~= 'wait' then
+    if ARGV[4] == 'barge' then
+      markBarger(KEYS[1])
+    end
     return string.format('0:%.0f', pttl)
   end
   purge()

@@ -10,7 +10,8 @@
 -- counter KEYS[1] .. ':fence', in the lock key's slot. The holder's own
 -- entry ("<token>:<client>") leaves the queue, and the release is announced
 -- to the queue's head (the only waiter the free key will go to): its entry,
--- on channel .. ':' .. <client>; or "" on channel when nobody queues. A
+-- on channel .. ':' .. <client>; or "" on channel when nobody queues, if
+-- a barging waiter marked the key (see the common case below). A
 -- head that queued for a plain lock is granted the free key at once, with
 -- the fence counter: see handOn (handon.lua). A lock with metadata deletes
 -- its meta key with the lock key, in one DEL.
@@ -21,14 +22,17 @@
 local q, qt = KEYS[1] .. ':q', KEYS[1] .. ':qt'
 local cur = redis.pcall('GET', KEYS[1])
 local mine = type(cur) == 'string' and string.sub(cur, 1, #ARGV[1]) == ARGV[1]
--- The common case, before any helper is made: the key is ours and nobody
--- queues.
-if mine and redis.call('EXISTS', q) == 0 then
+-- The common case, before any helper is made: the key is ours, nobody
+-- queues and no barging waiter marked the key (bargers, the form's
+-- prelude; a slot's has none and announces every release).
+if mine and redis.call('EXISTS', q, bargers or q) == 0 then
   if metaKey then
     redis.call('DEL', KEYS[1], metaKey)
   else
     redis.call('DEL', KEYS[1])
   end
-  redis.call('PUBLISH', channel, '')
+  if not bargers then
+    redis.call('PUBLISH', channel, '')
+  end
   return 1
 end
