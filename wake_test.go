@@ -100,6 +100,20 @@ func TestReleaseAnnouncesOnlyWhenABargerMarked(t *testing.T) {
 	if !notice() {
 		t.Errorf("no notice on %s from the release after a barging attempt was refused", k.channel)
 	}
+
+	// A semaphore's slot is taken barging but never marked: its release
+	// announces itself always (its waiters wait for any slot).
+	slot := semKeysOf(c.opts.KeyPrefix, "marked-slots").slotKeys(0).lock
+	if err := ns[0].Set(ctx, slot, "other.1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := slotAcquireScript.Run(ctx, ns[0], []string{slot}, "me.1", "60000", "1", queueBarge, "2", "0").Result()
+	if g, perr := takeOf(res); err != nil || perr != nil || g.ok {
+		t.Fatalf("slot attempt on a held slot = %v, %v; want refused", res, err)
+	}
+	if n := ns[0].Exists(ctx, slot+":b").Val(); n != 0 {
+		t.Errorf("a refused slot attempt marked %s:b; want no mark", slot)
+	}
 }
 
 // wokenNow reports whether a wake-up is waiting on ch, taking it.

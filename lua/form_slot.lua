@@ -1,3 +1,5 @@
 -- A semaphore slot's prelude to acquire.lua, after permit.lua (form.go):
 -- the semaphore's fence counter (permit.lua's fenceKey), no metadata.
 local metaKey, metaText = nil, nil
+-- A slot is never marked: its release announces itself always (channel_slot.lua).
+local bargeMark = false

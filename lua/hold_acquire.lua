@@ -14,6 +14,7 @@
 -- as it was.
 local meta = table.remove(ARGV)
 local fenceKey = KEYS[1] .. ':fence'
+local bargeMark = true -- a refused barging attempt marks the key (queue.lua's markBarger)
 local fenced = ARGV[3] == '1'
 local queueKey, queueTimesKey
 if ARGV[4] ~= 'barge' then

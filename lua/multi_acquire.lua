@@ -54,4 +54,5 @@ if redis.call('EXISTS', unpack(probe)) == 0 then
 end
 -- Past the common case (counter.lua, queue.lua, then multi_acquire_rest.lua).
 local fenceKey, incr, queueKey, queueTimesKey
+local bargeMark = true -- a refused barging attempt marks the keys held (queue.lua's markBarger)
 local queueExists = false

@@ -34,14 +34,17 @@ local function head()
   purge()
   return redis.call('ZRANGE', queueKey, 0, 0)[1] or false
 end
--- markBarger marks lockKey as waited for by a barging caller: the key
--- lockKey .. ':b' lives a second after each refusal (as a queue entry after
--- each refresh, queueTTL; the default retry tries again well within it),
--- and while it lives the lock's release announces itself though nobody
--- queues (release.lua): the only notice a barging waiter gets. A release
--- nobody waits for announces nothing.
+-- markBarger marks lockKey as waited for by a barging caller, unless the
+-- script's prelude says its form needs no mark (bargeMark: a slot's release
+-- announces itself always): the key lockKey .. ':b' lives a second after
+-- each refusal (as a queue entry after each refresh, queueTTL; the default
+-- retry tries again well within it), and while it lives the lock's release
+-- announces itself though nobody queues (release.lua): the only notice a
+-- barging waiter gets. A release nobody waits for announces nothing.
 local function markBarger(lockKey)
-  redis.call('SET', lockKey .. ':b', '1', 'PX', 1000)
+  if bargeMark then
+    redis.call('SET', lockKey .. ':b', '1', 'PX', 1000)
+  end
 end
 -- refuse answers a refused caller, after taking or keeping its place in
 -- "wait" mode (its priority stays the one the client fixed for the call),

@@ -26,6 +26,7 @@ local marker = 'rl-readers'
 local readersKey = KEYS[1] .. ':r'
 local metaKey, meta = KEYS[1] .. ':rm', table.remove(ARGV)
 local fenceKey = KEYS[1] .. ':fence'
+local bargeMark = true -- a refused barging attempt marks the key (queue.lua's markBarger)
 local fenced = ARGV[3] == '1'
 local queueKey, queueTimesKey
 if ARGV[4] ~= 'barge' then
