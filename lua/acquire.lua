@@ -22,11 +22,12 @@
 -- "barge": no queue.
 -- Returns, in the common case (the key was free and nobody queued), an
 -- integer: the fence, the counter after its INCR (below 2^53, so exact as
--- a Lua number), or 0 without fencing. Otherwise one bulk string: "1:<fence>"
--- when the key now holds this attempt's value (or the release's grant to
--- the call, "<token>.0", which stays), fence being the counter in decimal
--- (exact past 2^53; "0" without fencing); "0:<pttl>" when someone else holds the key (or a later attempt
--- of the same call: an attempt never takes a key back from a newer one), or
+-- a Lua number), or 0 without fencing. Otherwise one bulk string:
+-- "1:<fence>" when the key now holds this attempt's value (or the release's
+-- grant to the call, "<token>.0", which stays), fence being the counter in
+-- decimal (exact past 2^53; "0" without fencing); "0:<pttl>" when someone
+-- else holds the key (or a later attempt of the same call: an attempt never
+-- takes a key back from a newer one), or
 -- "0:0" when the key is free but another waiter comes first; in "wait" mode
 -- ":<rank>" follows, the caller's rank in the queue (0: the head). Every
 -- check comes before any write that stays, so an error leaves every key as
