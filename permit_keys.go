@@ -17,7 +17,7 @@ type semKeys struct {
 	limit string // <base>:permits:limit: the limit the live permits were taken with
 	gate  keys   // the lock the semaphore's waiters queue for: <base>:permits, its queue <base>:permits:q, :qt
 	fence string // <base>:permits:fence: the fence counter of every slot, never deleted
-	slots string // <prefix>released:<base>:permit: where every slot's release is announced
+	slots string // <prefix>released:<base>:permit: where a slot's release is announced while the gate is held
 }
 
 // semKeysOf returns the keys of the semaphore name under prefix.

@@ -283,3 +283,27 @@ func TestSemaphoreLeavesOnlyTheCounter(t *testing.T) {
 		}
 	}
 }
+
+// What an uncontended permit's take and release call on a node, on a
+// semaphore nobody else uses: permit.lua's limit record, gate and counter
+// checks, acquire.lua's common case, the record written for the slot's TTL
+// just given (no PTTL), and a release that announces nothing (no gate
+// held: TestSlotReleaseAnnouncedWhileGateHeld).
+func TestPermitCycleCommands(t *testing.T) {
+	ns := nodes(t, 1)
+	c := newTestClient(t, ns, nil)
+	if err := ns[0].ConfigResetStat(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.TryAcquirePermit(t.Context(), "permit-commands", 4, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"get": 3, "exists": 2, "set": 2, "incr": 1, "del": 1}
+	if got := commandCalls(t, ns[0]); !sameCalls(got, want) {
+		t.Errorf("commands of an uncontended permit's take and release = %v; want %v", got, want)
+	}
+}

@@ -247,7 +247,8 @@ func (e slotsHeldError) Is(target error) bool { return target == ErrHeld && e.he
 
 // queue waits in the semaphore's order: it takes the gate (a lock with the
 // fair queue, the waiters' order), and while it holds it, takes the first
-// slot a scan shows free, woken by every slot's release. Losing the gate
+// slot a scan shows free, woken by every slot's release (announced while
+// the gate is held: channel_slot.lua). Losing the gate
 // (a partition, a pause) puts the call back in the order.
 func (s *semCall) queue(ctx context.Context) (*Permit, error) {
 	c := s.c

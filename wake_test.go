@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,8 +102,8 @@ func TestReleaseAnnouncesOnlyWhenABargerMarked(t *testing.T) {
 		t.Errorf("no notice on %s from the release after a barging attempt was refused", k.channel)
 	}
 
-	// A semaphore's slot is taken barging but never marked: its release
-	// announces itself always (its waiters wait for any slot).
+	// A semaphore's slot is taken barging but never marked (its release is
+	// announced while the gate is held: TestSlotReleaseAnnouncedWhileGateHeld).
 	slot := semKeysOf(c.opts.KeyPrefix, "marked-slots").slotKeys(0).lock
 	if err := ns[0].Set(ctx, slot, "other.1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -113,6 +114,165 @@ func TestReleaseAnnouncesOnlyWhenABargerMarked(t *testing.T) {
 	}
 	if n := ns[0].Exists(ctx, slot+":b").Val(); n != 0 {
 		t.Errorf("a refused slot attempt marked %s:b; want no mark", slot)
+	}
+}
+
+// The re-entrant, shared and multi-name releases keep the plain lock's
+// rule: a release nobody waits for publishes nothing, and a barging
+// waiter, whose refused attempt marked the key, is woken by the release
+// (its retry delay is an hour, the holder's TTL a minute).
+func TestFormsAnnounceReleaseOnlyWhenMarked(t *testing.T) {
+	ns := nodes(t, 3)
+	c, w := newTestClient(t, ns, nil), newTestClient(t, ns, nil)
+	ctx := t.Context()
+	hour := func(int) (time.Duration, bool) { return time.Hour, true }
+	type release func(context.Context) error
+	for _, f := range []struct {
+		form string
+		take func(c *Client, name string, o *AcquireOptions) (release, error)
+	}{
+		{"re-entrant", func(c *Client, name string, o *AcquireOptions) (release, error) {
+			o.Reentrant = true
+			l, err := c.Acquire(ctx, name, time.Minute, o)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		}},
+		{"shared, a writer waiting", func(c *Client, name string, o *AcquireOptions) (release, error) {
+			take := c.AcquireShared
+			if o.Barging { // the waiter: a writer
+				take = c.Acquire
+			}
+			l, err := take(ctx, name, time.Minute, o)
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		}},
+		{"multi", func(c *Client, name string, o *AcquireOptions) (release, error) {
+			m, err := c.AcquireMulti(ctx, []string{name + "-a", name + "-b"}, time.Minute, o)
+			if err != nil {
+				return nil, err
+			}
+			return m.Release, nil
+		}},
+	} {
+		t.Run(f.form, func(t *testing.T) {
+			name := "announce-" + strings.ReplaceAll(f.form, " ", "-")
+			for _, n := range ns {
+				if err := n.ConfigResetStat(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rel, err := f.take(c, name, &AcquireOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rel(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range ns {
+				if got := commandCalls(t, n)["publish"]; got != 0 {
+					t.Errorf("node %d: a release nobody waits for published %d notices; want none", i, got)
+				}
+			}
+
+			if rel, err = f.take(c, name, &AcquireOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				rel, err := f.take(w, name, &AcquireOptions{Barging: true, Retry: hour})
+				if err == nil {
+					err = rel(ctx)
+				}
+				got <- err
+			}()
+			// The barger's first attempt is refused (and marks the key):
+			// give it time to be, then release.
+			select {
+			case err := <-got:
+				t.Fatalf("barging waiter returned %v while the key was held; want it to wait", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if err := rel(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Errorf("barging waiter: %v; want the lock after the release", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the barging waiter was not woken by the release within 10s (its retry is an hour)")
+			}
+		})
+	}
+}
+
+// A slot's release is announced while its semaphore's gate is held, and
+// only then: the gate's holder is the one waiter a slot's release
+// concerns. A release nobody waits for publishes nothing; a waiter whose
+// retry delay is an hour, holding the gate while the only permit is held
+// for a minute, gets it on the release's notice.
+func TestSlotReleaseAnnouncedWhileGateHeld(t *testing.T) {
+	ns := nodes(t, 3)
+	c := newTestClient(t, ns, nil)
+	ctx := t.Context()
+	p, err := c.AcquirePermit(ctx, "gated", 1, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		if err := n.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range ns {
+		if got := commandCalls(t, n)["publish"]; got != 0 {
+			t.Errorf("node %d: a permit's release nobody waits for published %d notices; want none", i, got)
+		}
+	}
+
+	if p, err = c.AcquirePermit(ctx, "gated", 1, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	hour := func(int) (time.Duration, bool) { return time.Hour, true }
+	w := newTestClient(t, ns, nil)
+	got := make(chan error, 1)
+	go func() {
+		q, err := w.AcquirePermit(ctx, "gated", 1, time.Minute, &AcquireOptions{Retry: hour})
+		if err == nil {
+			err = q.Release(ctx)
+		}
+		got <- err
+	}()
+	gate := semKeysOf(c.opts.KeyPrefix, "gated").gate.lock
+	for held := 0; held < len(ns); {
+		select {
+		case err := <-got:
+			t.Fatalf("waiter returned %v before the release; want it to wait", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		held = 0
+		for _, n := range ns {
+			held += int(n.Exists(ctx, gate).Val())
+		}
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("waiter: %v; want the permit after the holder's release", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter holding the gate was not woken by the permit's release within 10s (its retry is an hour, the permit's TTL a minute)")
 	}
 }
 

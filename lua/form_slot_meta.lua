@@ -3,5 +3,6 @@
 -- fenceKey); the slot's meta key beside its key, and its text, the last
 -- argument.
 local metaKey, metaText = KEYS[1] .. ':meta', table.remove(ARGV)
--- A slot is never marked: its release announces itself always (channel_slot.lua).
+-- A slot is never marked: its release is announced while its gate is held
+-- (channel_slot.lua).
 local bargeMark = false

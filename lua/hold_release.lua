@@ -31,11 +31,10 @@ if ours then
   if not release then
     return 1
   end
-  -- The common case: the last hold went and nobody queues; the free key
-  -- is announced on the name's channel (the rest does it when somebody
-  -- queues).
-  if redis.call('EXISTS', KEYS[1] .. ':q') == 0 then
-    redis.call('PUBLISH', ARGV[3], '')
+  -- The common case: the last hold went, nobody queues and no barging
+  -- waiter (or observer) marked the key: nobody is told. The rest tells
+  -- the queue's head, or the name's channel when only a mark is there.
+  if redis.call('EXISTS', KEYS[1] .. ':q', KEYS[1] .. ':b') == 0 then
     return 1
   end
 elseif not release then

@@ -1,5 +1,6 @@
 -- The rest of hold_release.lua, after handon.lua: a release that finds
--- somebody queueing, or a key that is not ours (ours: false).
+-- somebody queueing or a barging waiter's mark, or a key that is not ours
+-- (ours: false).
 -- leave takes the owner's own entries out of the queue and, when the key
 -- is free, announces it to the queue's head (or to the name's channel when
 -- nobody queues), as release.lua does.

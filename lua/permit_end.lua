@@ -11,11 +11,17 @@ local r = slot()
 -- acquire.lua takes with an integer (its common case) or "1:<fence>";
 -- extend.lua answers 1 when it extended, 0 when not.
 local held = r == 1
+local p -- the slot's PTTL, when it is known without asking
 if taking then
   held = type(r) == 'number' or type(r) == 'string' and string.sub(r, 1, 2) == '1:'
+  if type(r) == 'number' then
+    -- acquire.lua's common case: this script SET the slot with PX ARGV[2],
+    -- so its PTTL is at most that (the clock may have ticked since).
+    p = tonumber(ARGV[2])
+  end
 end
 if held then
-  local p = redis.call('PTTL', KEYS[1])
+  p = p or redis.call('PTTL', KEYS[1])
   if p > 0 then
     -- No record (fresh) or a stale one is written; a live one only made to
     -- live longer (one without expiry, PTTL -1, is left as it is).

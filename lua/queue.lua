@@ -36,7 +36,7 @@ local function head()
 end
 -- markBarger marks lockKey as waited for by a barging caller, unless the
 -- script's prelude says its form needs no mark (bargeMark: a slot's release
--- announces itself always): the key lockKey .. ':b' lives a second after
+-- is announced while its gate is held): the key lockKey .. ':b' lives a second after
 -- each refusal (as a queue entry after each refresh, queueTTL; the default
 -- retry tries again well within it), and while it lives the lock's release
 -- announces itself though nobody queues (release.lua): the only notice a

@@ -11,7 +11,7 @@
 -- entry ("<token>:<client>") leaves the queue, and the release is announced
 -- to the queue's head (the only waiter the free key will go to): its entry,
 -- on channel .. ':' .. <client>; or "" on channel when nobody queues, if
--- a barging waiter marked the key (see the common case below). A
+-- the form's waitMark exists (see the common case below). A
 -- head that queued for a plain lock is granted the free key at once, with
 -- the fence counter: see handOn (handon.lua). A lock with metadata deletes
 -- its meta key with the lock key, in one DEL.
@@ -23,16 +23,14 @@ local q, qt = KEYS[1] .. ':q', KEYS[1] .. ':qt'
 local cur = redis.pcall('GET', KEYS[1])
 local mine = type(cur) == 'string' and string.sub(cur, 1, #ARGV[1]) == ARGV[1]
 -- The common case, before any helper is made: the key is ours, nobody
--- queues and no barging waiter marked the key (bargers, the form's
--- prelude; a slot's has none and announces every release).
-if mine and redis.call('EXISTS', q, bargers or q) == 0 then
+-- queues, and waitMark (the form's prelude: the key that lives while a
+-- waiter with no queue entry waits for a release) does not exist, so
+-- nobody is told.
+if mine and redis.call('EXISTS', q, waitMark) == 0 then
   if metaKey then
     redis.call('DEL', KEYS[1], metaKey)
   else
     redis.call('DEL', KEYS[1])
-  end
-  if not bargers then
-    redis.call('PUBLISH', channel, '')
   end
   return 1
 end

@@ -1,7 +1,8 @@
 -- Release or clean up a reader of a read-write lock (rw.go) on one node.
 -- The script is this file (everything but the queue, with no helper
--- made), then, when somebody queues, handon.lua and
--- rw_shared_release_queued.lua (scripts.go).
+-- made), then, when somebody queues or a barging waiter marked the key
+-- (KEYS[1] .. ':b'), handon.lua and rw_shared_release_queued.lua
+-- (scripts.go).
 -- KEYS[1] the lock key; the reader set is KEYS[1] .. ':r', the queue
 -- KEYS[1] .. ':q' and ':qt', the fence counter KEYS[1] .. ':fence'.
 -- ARGV[1] and ARGV[2]: "<token>." and "release", the release of a reader's
@@ -79,11 +80,9 @@ else
     end
   end
 end
--- The common case: nobody queues.
-if redis.call('EXISTS', q) == 0 then
-  if announce then
-    redis.call('PUBLISH', channel, '')
-  end
+-- The common case: nobody queues and no barging waiter marked the key,
+-- so nobody is told; the rest announces a freed key to a mark.
+if redis.call('EXISTS', q, KEYS[1] .. ':b') == 0 then
   return n
 end
 -- Past the common case (handon.lua, then rw_shared_release_queued.lua).

@@ -1,4 +1,5 @@
--- The rest of rw_shared_release.lua, after handon.lua: somebody queues.
+-- The rest of rw_shared_release.lua, after handon.lua: somebody queues, or
+-- a barging waiter marked the key.
 -- A release takes the call's entries out of the queue too: a reader that
 -- won on a quorum may have queued on the other nodes, and its entry there
 -- would keep a writer waiting behind it until it expired. Then a key the
