@@ -26,6 +26,12 @@ const DefaultObserveInterval = time.Second
 // after a new leader without a term (its record may be on its way).
 const observeSettle = 100 * time.Millisecond
 
+// observeMark is how often an observer marks the election's name on each
+// node it listens to (mark.lua): the mark lives queueTTL after each
+// marking, and while it lives a release nobody queues for announces itself
+// (release.lua), as it does for a barging waiter.
+const observeMark = queueTTL / 2
+
 // Observe follows the leader of the election name until ctx ends or the
 // Client is closed, and sends each change on the returned channel, which
 // is closed then. The first entry is the leader when Observe first reads
@@ -84,7 +90,7 @@ func (c *Client) Observe(ctx context.Context, name string, opts *ObserveOptions)
 	channels := []string{electedChannel(k), k.channel}
 	for _, n := range c.nodes {
 		if n.sub != nil {
-			c.goes.Go(func() { c.listen(ctx, n, channels, kick) })
+			c.goes.Go(func() { c.listen(ctx, n, channels, k.lock+":b", kick) })
 		}
 	}
 	c.goes.Go(func() {
@@ -146,16 +152,33 @@ func (c *Client) follow(ctx context.Context, name string, interval time.Duration
 }
 
 // listen owns node n's subscription to channels for one Observe: it pokes
-// kick on every notice until ctx ends, then closes the subscription and
-// waits for its reader.
-func (c *Client) listen(ctx context.Context, n node, channels []string, kick chan struct{}) {
+// kick on every notice, and once subscribed marks the name (mark) every
+// observeMark, until ctx ends; then it closes the subscription and waits
+// for its reader.
+func (c *Client) listen(ctx context.Context, n node, channels []string, mark string, kick chan struct{}) {
 	ps := n.sub.Subscribe(context.Background()) // no channels yet: no connection
 	read := make(chan struct{})
+	subscribed := make(chan struct{})
 	c.goes.Go(func() {
 		defer close(read)
-		c.receive(ctx, ps, channels, kick)
+		c.receive(ctx, ps, channels, subscribed, kick)
 	})
-	<-ctx.Done()
+	select {
+	case <-subscribed:
+	case <-ctx.Done():
+	}
+	every := time.NewTicker(observeMark)
+	defer every.Stop()
+	for ctx.Err() == nil {
+		// A lost mark is a lost notice: the next poll finds the change.
+		mctx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
+		_ = markScript.Run(mctx, n.client, []string{mark}, queueTTLArg).Err()
+		cancel()
+		select {
+		case <-every.C:
+		case <-ctx.Done():
+		}
+	}
 	_ = ps.Close() // ends receive
 	<-read
 }
@@ -164,7 +187,7 @@ func (c *Client) listen(ctx context.Context, n node, channels []string, kick cha
 // pokes kick on every notice until ps is closed. go-redis reconnects and
 // subscribes again after a broken connection; a notice lost meanwhile is
 // found by follow's polls.
-func (c *Client) receive(ctx context.Context, ps *redis.PubSub, channels []string, kick chan struct{}) {
+func (c *Client) receive(ctx context.Context, ps *redis.PubSub, channels []string, subscribed chan<- struct{}, kick chan struct{}) {
 	for failures := 2; ; failures++ {
 		sctx, cancel := context.WithTimeout(ctx, c.opts.NodeTimeout)
 		err := ps.Subscribe(sctx, channels...)
@@ -178,5 +201,6 @@ func (c *Client) receive(ctx context.Context, ps *redis.PubSub, channels []strin
 		case <-time.After(redialPause(failures)):
 		}
 	}
+	close(subscribed)
 	receiveMessages(ctx, ps, nil, func(*redis.Message) { poke(kick) })
 }

@@ -141,6 +141,7 @@ var (
 
 	// Every form's.
 	queueLeaveScript = script("queue_leave.lua")
+	markScript       = script("mark.lua")
 	fenceScript      = script("fence.lua")
 	inspectScript    = script("holder_meta.lua", "inspect.lua")
 	forceScript      = script("holder_meta.lua", "force_release.lua")
