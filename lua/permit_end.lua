@@ -16,7 +16,8 @@ if taking then
   held = type(r) == 'number' or type(r) == 'string' and string.sub(r, 1, 2) == '1:'
   if type(r) == 'number' then
     -- acquire.lua's common case: this script SET the slot with PX ARGV[2],
-    -- so its PTTL is at most that (the clock may have ticked since).
+    -- so its PTTL is at most that (the clock may have ticked since), and
+    -- a record written from it outlives the slot all the same.
     p = tonumber(ARGV[2])
   end
 end

@@ -35,12 +35,14 @@ local function head()
   return redis.call('ZRANGE', queueKey, 0, 0)[1] or false
 end
 -- markBarger marks lockKey as waited for by a barging caller, unless the
--- script's prelude says its form needs no mark (bargeMark: a slot's release
--- is announced while its gate is held): the key lockKey .. ':b' lives a second after
--- each refusal (as a queue entry after each refresh, queueTTL; the default
--- retry tries again well within it), and while it lives the lock's release
--- announces itself though nobody queues (release.lua): the only notice a
--- barging waiter gets. A release nobody waits for announces nothing.
+-- script's prelude says its form needs no mark (bargeMark: a slot's
+-- release is announced while its gate is held): the key lockKey .. ':b'
+-- lives a second after each refusal (as a queue entry after each refresh,
+-- queueTTL; the default retry tries again well within it; mark.lua gives
+-- an election's observer's mark the same life), and while it lives the
+-- lock's release announces itself though nobody queues (release.lua): the
+-- only notice a barging waiter gets. A release nobody waits for announces
+-- nothing.
 local function markBarger(lockKey)
   if bargeMark then
     redis.call('SET', lockKey .. ':b', '1', 'PX', 1000)
