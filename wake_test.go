@@ -160,23 +160,11 @@ func TestFormsAnnounceReleaseOnlyWhenMarked(t *testing.T) {
 	} {
 		t.Run(f.form, func(t *testing.T) {
 			name := "announce-" + strings.ReplaceAll(f.form, " ", "-")
-			for _, n := range ns {
-				if err := n.ConfigResetStat(ctx).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
 			rel, err := f.take(c, name, &AcquireOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := rel(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for i, n := range ns {
-				if got := commandCalls(t, n)["publish"]; got != 0 {
-					t.Errorf("node %d: a release nobody waits for published %d notices; want none", i, got)
-				}
-			}
+			announcesNothing(t, ns, "a release", func() error { return rel(ctx) })
 
 			if rel, err = f.take(c, name, &AcquireOptions{}); err != nil {
 				t.Fatal(err)
@@ -199,14 +187,7 @@ func TestFormsAnnounceReleaseOnlyWhenMarked(t *testing.T) {
 			if err := rel(ctx); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case err := <-got:
-				if err != nil {
-					t.Errorf("barging waiter: %v; want the lock after the release", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the barging waiter was not woken by the release within 10s (its retry is an hour)")
-			}
+			wokenByRelease(t, got, "the barging waiter")
 		})
 	}
 }
@@ -224,19 +205,7 @@ func TestSlotReleaseAnnouncedWhileGateHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range ns {
-		if err := n.ConfigResetStat(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range ns {
-		if got := commandCalls(t, n)["publish"]; got != 0 {
-			t.Errorf("node %d: a permit's release nobody waits for published %d notices; want none", i, got)
-		}
-	}
+	announcesNothing(t, ns, "a permit's release", func() error { return p.Release(ctx) })
 
 	if p, err = c.AcquirePermit(ctx, "gated", 1, time.Minute, nil); err != nil {
 		t.Fatal(err)
@@ -266,13 +235,40 @@ func TestSlotReleaseAnnouncedWhileGateHeld(t *testing.T) {
 	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	wokenByRelease(t, got, "the waiter holding the gate")
+}
+
+// announcesNothing runs release, with every node's command counts reset
+// before it, and reports every node that published a notice for it.
+func announcesNothing(t *testing.T, ns []redis.UniversalClient, what string, release func() error) {
+	t.Helper()
+	for _, n := range ns {
+		if err := n.ConfigResetStat(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range ns {
+		if got := commandCalls(t, n)["publish"]; got != 0 {
+			t.Errorf("node %d: %s nobody waits for published %d notices; want none", i, what, got)
+		}
+	}
+}
+
+// wokenByRelease waits for a waiter's result on got: nil within 10s,
+// which only a release's notice can give a waiter whose retry delay is an
+// hour.
+func wokenByRelease(t *testing.T, got <-chan error, who string) {
+	t.Helper()
 	select {
 	case err := <-got:
 		if err != nil {
-			t.Errorf("waiter: %v; want the permit after the holder's release", err)
+			t.Errorf("%s: %v; want it to hold after the release", who, err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter holding the gate was not woken by the permit's release within 10s (its retry is an hour, the permit's TTL a minute)")
+		t.Fatalf("%s was not woken by the release within 10s (its retry is an hour)", who)
 	}
 }
 

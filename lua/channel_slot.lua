@@ -10,5 +10,6 @@
 -- after it; a release that reaches none of them after the scan waits for
 -- the waiter's next poll, as a lost notice does. A slot is never marked
 -- (form_slot.lua: no waiter barges for it).
-local channel = string.match(KEYS[1], '^(.-){') .. 'released:' .. string.match(KEYS[1], '^(.*):%d+$')
-local waitMark = string.match(KEYS[1], '^(.*):permit:%d+$') .. ':permits'
+local slots = string.match(KEYS[1], '^(.*):%d+$') -- "<base>:permit"
+local channel = string.match(KEYS[1], '^(.-){') .. 'released:' .. slots
+local waitMark = slots .. 's'
