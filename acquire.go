@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -330,39 +329,4 @@ func (a *acquisition) split(ctx context.Context) {
 	// jittered attempts reach the nodes one after the other.
 	nw.headAttempts = 1
 	a.cl, a.w, a.first = ncl, nw, c.clock.Now()
-}
-
-// untilClosed returns ctx, ended also when Close begins, and the func that
-// releases it: every wait of an Acquire call (its local turn, an attempt's
-// round, the pause between attempts) ends at Close. The cleanups after it
-// run regardless of ctx. See stopped for why it ended.
-func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	unhook := context.AfterFunc(c.life, cancel)
-	return ctx, func() {
-		unhook()
-		cancel()
-	}
-}
-
-// stopped returns why an Acquire call must stop: [ErrClosed] once Close has
-// begun, else ctx's error; nil when neither.
-func (c *Client) stopped(ctx context.Context) error {
-	if c.isClosed() {
-		return ErrClosed
-	}
-	return ctx.Err()
-}
-
-// hopeless reports whether so many nodes failed for good (wrong key type,
-// a corrupt counter, a replica, refused credentials) that no retry can
-// reach a quorum.
-func (c *Client) hopeless(e *QuorumError) bool {
-	n := 0
-	for _, err := range e.Nodes {
-		if err != nil && permanent(errors.Unwrap(err)) {
-			n++
-		}
-	}
-	return n > len(c.nodes)-c.quorum
 }

@@ -261,3 +261,25 @@ func (c *Client) Keys(name string) (lockKey, fenceKey string) {
 	k := c.keys(name)
 	return k.lock, k.fence
 }
+
+// untilClosed returns ctx, ended also when Close begins, and the func that
+// releases it: every wait of an Acquire call (its local turn, an attempt's
+// round, the pause between attempts) ends at Close. The cleanups after it
+// run regardless of ctx. See stopped for why it ended.
+func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(c.life, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
+}
+
+// stopped returns why an Acquire call must stop: [ErrClosed] once Close has
+// begun, else ctx's error; nil when neither.
+func (c *Client) stopped(ctx context.Context) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
